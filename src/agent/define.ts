@@ -1,0 +1,126 @@
+import type { z } from "zod";
+import type { ToolContext, WorkflowContext } from "../core/context.ts";
+import { InvalidDefinitionError } from "../core/errors.ts";
+import { resolveRetryPolicy } from "../core/retry-policy.ts";
+import type { AgentDefinition, ToolDefinition, ToolMap, ToolOptions, WorkflowFunction } from "./agent.ts";
+
+const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
+
+/** Checks a name used for an agent, tool or workflow. */
+export function assertName(kind: string, name: string): void {
+  if (!NAME.test(name)) {
+    throw new InvalidDefinitionError(
+      `${kind} name ${JSON.stringify(name)} is not valid: use a letter then letters, digits, "_", "." or "-" (at most 128)`,
+    );
+  }
+}
+
+/**
+ * Defines a tool. With an `input` zod schema the arguments are validated before every run and
+ * typed from the schema; without one, type the `run` function's second parameter.
+ *
+ * @example
+ * const fetchData = defineTool({
+ *   input: z.object({ quarter: z.string() }),
+ *   run: (ctx, { quarter }) => ctx.domain("finance", "quarterly", { quarter }),
+ * });
+ */
+export function defineTool<S extends z.ZodType, R>(
+  definition: ToolOptions<S> & { input: S; run: (ctx: ToolContext, args: z.output<S>) => R },
+): ToolDefinition<z.input<S>, Awaited<R>>;
+export function defineTool<A, R>(
+  definition: ToolOptions & { input?: undefined; run: (ctx: ToolContext, args: A) => R },
+): ToolDefinition<A, Awaited<R>>;
+export function defineTool(
+  definition: ToolOptions & { run: (ctx: ToolContext, args: unknown) => unknown },
+): ToolDefinition {
+  if (typeof definition.run !== "function") {
+    throw new InvalidDefinitionError(
+      "defineTool needs a `run` function: defineTool({ run: async (ctx, args) => ... })",
+    );
+  }
+  if (definition.input !== undefined && typeof (definition.input as { safeParse?: unknown }).safeParse !== "function") {
+    throw new InvalidDefinitionError("defineTool `input` must be a zod schema, e.g. z.object({ quarter: z.string() })");
+  }
+  resolveRetryPolicy(definition.retry);
+  for (const key of ["startToCloseTimeoutMs", "heartbeatTimeoutMs"] as const) {
+    const v = definition[key];
+    if (v !== undefined && !(v > 0)) throw new InvalidDefinitionError(`defineTool ${key} must be > 0 (got ${v})`);
+  }
+  return { ...definition, kind: "tool", run: definition.run as ToolDefinition["run"] };
+}
+
+/** What `defineAgent` takes. */
+export interface AgentSpec<T extends ToolMap, W> {
+  /** Unique name of the agent in a runtime. */
+  name: string;
+  description?: string;
+  /** Version of the workflow code, recorded on every transition. @default "1" */
+  version?: string;
+  tools: T;
+  workflows: W & Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>;
+}
+
+/**
+ * Defines an agent: its tools and the workflows that call them. `ctx.tool` in the workflows is
+ * typed from `tools`: a wrong tool name or argument is a compile error.
+ *
+ * @example
+ * export const reportBuilder = defineAgent({
+ *   name: "report_builder",
+ *   tools: { fetch_data: fetchData },
+ *   workflows: {
+ *     async build(ctx, { quarter }: { quarter: string }) {
+ *       return ctx.tool("fetch_data", { quarter });
+ *     },
+ *   },
+ * });
+ */
+export function defineAgent<
+  const T extends ToolMap,
+  W extends Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>,
+>(spec: { name: string; description?: string; version?: string; tools: T; workflows: W }): AgentDefinition<T, W> {
+  return makeAgent(spec) as AgentDefinition<T, W>;
+}
+
+/** Validates and freezes an agent (shared by `defineAgent` and the decorators). */
+export function makeAgent(spec: {
+  name: string;
+  description?: string | undefined;
+  version?: string | undefined;
+  tools: ToolMap;
+  workflows: Record<string, WorkflowFunction<any>>;
+}): AgentDefinition {
+  if (!spec || typeof spec !== "object") throw new InvalidDefinitionError("defineAgent needs an object");
+  assertName("agent", spec.name);
+  const tools = spec.tools ?? {};
+  const workflows = spec.workflows ?? {};
+  for (const [name, tool] of Object.entries(tools)) {
+    assertName(`tool (agent "${spec.name}")`, name);
+    if (tool?.kind !== "tool") {
+      throw new InvalidDefinitionError(
+        `tool "${name}" of agent "${spec.name}" is not a tool definition; wrap it: ${name}: defineTool({ run: ... })`,
+      );
+    }
+  }
+  const names = Object.keys(workflows);
+  if (names.length === 0) {
+    throw new InvalidDefinitionError(
+      `agent "${spec.name}" has no workflows; add workflows: { name: async (ctx, input) => ... }`,
+    );
+  }
+  for (const name of names) {
+    assertName(`workflow (agent "${spec.name}")`, name);
+    if (typeof workflows[name] !== "function") {
+      throw new InvalidDefinitionError(`workflow "${name}" of agent "${spec.name}" is not a function`);
+    }
+  }
+  return Object.freeze({
+    kind: "agent" as const,
+    name: spec.name,
+    description: spec.description ?? "",
+    version: spec.version ?? "1",
+    tools: Object.freeze({ ...tools }),
+    workflows: Object.freeze({ ...workflows }),
+  });
+}

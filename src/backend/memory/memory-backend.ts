@@ -1,0 +1,170 @@
+import { LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
+import { OWNED_STATES } from "../../core/run-state.ts";
+import type {
+  ClaimRequest,
+  CreateRunInput,
+  RenewRequest,
+  RunFilter,
+  RuntimeBackend,
+  TransitionRequest,
+} from "../backend.ts";
+import { applyTransition, claimed, isClaimable } from "../transition-rules.ts";
+
+/**
+ * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
+ * process. The default backend when a `Runtime` is given none.
+ */
+export class InMemoryBackend implements RuntimeBackend {
+  readonly name = "memory";
+  readonly #runs = new Map<string, RunRecord>();
+  readonly #keys = new Map<string, string>();
+  readonly #transitions = new Map<string, TransitionRecord[]>();
+  readonly #steps = new Map<string, Map<number, StepRecord>>();
+
+  async init(): Promise<void> {}
+  async close(): Promise<void> {}
+
+  async createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }> {
+    const keyId = input.key === null ? null : `${input.agent}\u0000${input.workflow}\u0000${input.key}`;
+    if (keyId !== null) {
+      const existing = this.#keys.get(keyId);
+      if (existing) return { run: { ...(this.#runs.get(existing) as RunRecord) }, created: false };
+    }
+    if (this.#runs.has(input.id)) throw new Error(`run id "${input.id}" already exists`);
+    const run: RunRecord = {
+      id: input.id,
+      agent: input.agent,
+      workflow: input.workflow,
+      key: input.key,
+      state: "PENDING",
+      pausedReason: null,
+      input: input.input,
+      output: undefined,
+      error: undefined,
+      epoch: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      recoveries: 0,
+      lastTransitionId: 1,
+      versions: input.versions,
+      meta: input.meta,
+      createdAt: input.at,
+      updatedAt: input.at,
+    };
+    this.#runs.set(run.id, run);
+    if (keyId !== null) this.#keys.set(keyId, run.id);
+    this.#transitions.set(run.id, [
+      {
+        runId: run.id,
+        id: 1,
+        at: input.at,
+        actor: input.actor,
+        from: null,
+        to: "PENDING",
+        pausedReason: null,
+        reason: input.reason,
+        versions: input.versions,
+      },
+    ]);
+    this.#steps.set(run.id, new Map());
+    return { run: { ...run }, created: true };
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const run = this.#runs.get(runId);
+    return run ? { ...run } : undefined;
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const states = filter.state === undefined ? undefined : new Set([filter.state].flat());
+    const all = [...this.#runs.values()]
+      .filter(
+        (r) =>
+          (filter.agent === undefined || r.agent === filter.agent) &&
+          (filter.workflow === undefined || r.workflow === filter.workflow) &&
+          (states === undefined || states.has(r.state)),
+      )
+      .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
+    const offset = filter.offset ?? 0;
+    return all.slice(offset, offset + (filter.limit ?? 100)).map((r) => ({ ...r }));
+  }
+
+  async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
+    const candidates = request.runId === undefined ? this.#runs.values() : [this.#runs.get(request.runId)];
+    for (const run of candidates) {
+      if (run && isClaimable(run, request.now)) {
+        const next = claimed(run, request.workerId, request.now, request.leaseMs);
+        this.#runs.set(run.id, next);
+        return { ...next };
+      }
+    }
+    return undefined;
+  }
+
+  async renewLeases(request: RenewRequest): Promise<string[]> {
+    const lost: string[] = [];
+    for (const { runId, epoch } of request.runs) {
+      const run = this.#runs.get(runId);
+      if (!run || run.epoch !== epoch || run.leaseOwner !== request.workerId) {
+        lost.push(runId);
+        continue;
+      }
+      this.#runs.set(runId, { ...run, leaseExpiresAt: request.now + request.leaseMs });
+    }
+    return lost;
+  }
+
+  async listExpiredLeases(now: number, limit: number): Promise<RunRecord[]> {
+    return [...this.#runs.values()]
+      .filter((r) => OWNED_STATES.has(r.state) && r.leaseExpiresAt !== null && r.leaseExpiresAt < now)
+      .slice(0, limit)
+      .map((r) => ({ ...r }));
+  }
+
+  async listLeasedBy(owners: readonly string[]): Promise<RunRecord[]> {
+    const set = new Set(owners);
+    return [...this.#runs.values()]
+      .filter((r) => OWNED_STATES.has(r.state) && r.leaseOwner !== null && set.has(r.leaseOwner))
+      .map((r) => ({ ...r }));
+  }
+
+  async listRecoverable(maxRecoveries: number, limit: number): Promise<RunRecord[]> {
+    return [...this.#runs.values()]
+      .filter((r) => r.state === "INTERRUPTED" && r.recoveries < maxRecoveries)
+      .slice(0, limit)
+      .map((r) => ({ ...r }));
+  }
+
+  async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+    const result = applyTransition(this.#runs.get(request.runId), request);
+    this.#runs.set(result.run.id, result.run);
+    (this.#transitions.get(result.run.id) as TransitionRecord[]).push(result.transition);
+    return { run: { ...result.run }, transition: result.transition };
+  }
+
+  async listTransitions(runId: string): Promise<TransitionRecord[]> {
+    return [...(this.#transitions.get(runId) ?? [])];
+  }
+
+  async saveStep(step: StepRecord, options: { epoch: number; sync: boolean }): Promise<void> {
+    const run = this.#runs.get(step.runId);
+    if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
+    if (run.epoch !== options.epoch) {
+      throw new LeaseLostError(
+        `run ${step.runId}: step ${step.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+      );
+    }
+    (this.#steps.get(step.runId) as Map<number, StepRecord>).set(step.seq, {
+      ...step,
+      attempts: [...step.attempts],
+      epoch: options.epoch,
+    });
+  }
+
+  async loadSteps(runId: string): Promise<StepRecord[]> {
+    const steps = this.#steps.get(runId);
+    if (!steps) return [];
+    return [...steps.values()].sort((a, b) => a.seq - b.seq).map((s) => ({ ...s, attempts: [...s.attempts] }));
+  }
+}

@@ -1,0 +1,89 @@
+import { IllegalTransitionError, LeaseLostError, RunNotFoundError } from "../core/errors.ts";
+import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import { assertTransition } from "../core/transitions.ts";
+import type { TransitionRequest } from "./backend.ts";
+
+/**
+ * The checks and the arithmetic of a transition, shared by every backend so that they agree
+ * exactly: called inside the backend's transaction with the run as it is stored now, it throws
+ * when the write must be refused and otherwise returns the updated run and the new transition.
+ */
+export function applyTransition(
+  run: RunRecord | undefined,
+  request: TransitionRequest,
+): { run: RunRecord; transition: TransitionRecord } {
+  if (!run) throw new RunNotFoundError(`no run with id "${request.runId}"`);
+  const { fence } = request;
+  if ("epoch" in fence) {
+    if (run.epoch !== fence.epoch) {
+      throw new LeaseLostError(
+        `run ${run.id}: write under lease epoch ${fence.epoch} refused, the run is now at epoch ${run.epoch} (owner ${run.leaseOwner ?? "none"}); this worker lost the run`,
+      );
+    }
+  } else if ("takeover" in fence) {
+    if (run.epoch !== fence.takeover.epoch || run.leaseExpiresAt !== fence.takeover.leaseExpiresAt) {
+      throw new LeaseLostError(
+        `run ${run.id}: takeover refused, the lease changed since it was seen lapsed (epoch ${fence.takeover.epoch} -> ${run.epoch})`,
+      );
+    }
+  } else if (run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > fence.now) {
+    throw new LeaseLostError(
+      `run ${run.id} is held by worker ${run.leaseOwner} until ${new Date(run.leaseExpiresAt).toISOString()}; try again when its lease lapses`,
+    );
+  }
+  if (run.state !== request.from) {
+    throw new IllegalTransitionError(
+      `run ${run.id}: transition ${request.from} -> ${request.to} refused, the run is ${run.state}`,
+      { from: run.state, to: request.to },
+    );
+  }
+  assertTransition(request.from, request.to, {
+    pausedReason: request.pausedReason,
+    errorCode: run.error?.code,
+  });
+  const patch = request.patch ?? {};
+  const next: RunRecord = {
+    ...run,
+    state: request.to,
+    pausedReason: request.pausedReason ?? null,
+    lastTransitionId: run.lastTransitionId + 1,
+    updatedAt: request.at,
+  };
+  if (patch.output !== undefined) next.output = patch.output;
+  if (patch.error !== undefined) next.error = patch.error ?? undefined;
+  if (patch.countRecovery) next.recoveries = run.recoveries + 1;
+  if ("takeover" in fence) {
+    next.epoch = run.epoch + 1;
+    next.leaseOwner = null;
+    next.leaseExpiresAt = null;
+  }
+  if (patch.releaseLease) {
+    next.leaseOwner = null;
+    next.leaseExpiresAt = null;
+  }
+  const transition: TransitionRecord = {
+    runId: run.id,
+    id: next.lastTransitionId,
+    at: request.at,
+    actor: request.actor,
+    from: request.from,
+    to: request.to,
+    pausedReason: request.pausedReason ?? null,
+    reason: request.reason,
+    versions: request.versions,
+  };
+  return { run: next, transition };
+}
+
+/** Whether `run` may be claimed at `now` (runnable state, no live lease). */
+export function isClaimable(run: RunRecord, now: number): boolean {
+  return (
+    (run.state === "PENDING" || run.state === "RESUMING") &&
+    (run.leaseOwner === null || run.leaseExpiresAt === null || run.leaseExpiresAt <= now)
+  );
+}
+
+/** The run after a claim by `workerId`. */
+export function claimed(run: RunRecord, workerId: string, now: number, leaseMs: number): RunRecord {
+  return { ...run, epoch: run.epoch + 1, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, updatedAt: now };
+}

@@ -1,0 +1,118 @@
+import type { Json, StepKind } from "./records.ts";
+import type { RetryPolicy } from "./retry-policy.ts";
+
+/**
+ * The `ctx` a workflow and a tool receive. Interfaces only: the envelope implements them.
+ */
+
+/** A tool as the typed `ctx.tool` sees it: argument and result types. */
+export interface ToolSignature<Args = unknown, Result = unknown> {
+  readonly __args?: Args;
+  readonly __result?: Result;
+}
+
+/** Map of tool name to its signature. */
+export type ToolSignatures = Record<string, ToolSignature<any, any>>;
+
+/** The arguments a tool takes. */
+export type ArgsOf<T> = T extends ToolSignature<infer A, any> ? A : never;
+/** What a tool resolves to. */
+export type ResultOf<T> = T extends ToolSignature<any, infer R> ? R : never;
+
+/** Per-call overrides of `ctx.tool`. */
+export interface ToolCallOptions {
+  /** Overrides the tool's retry policy for this call. */
+  retry?: RetryPolicy;
+  /** Overrides the tool's start-to-close timeout (per attempt) for this call. */
+  startToCloseTimeoutMs?: number;
+}
+
+/** A message of a chat-style model request. */
+export interface ChatMessage {
+  role: "system" | "user" | "assistant";
+  content: string;
+}
+
+/** A model request: a prompt or messages. */
+export interface GenerateRequest {
+  prompt?: string;
+  messages?: ChatMessage[];
+  system?: string;
+  /** A named model registered on the runtime; the default model when omitted. */
+  model?: string;
+  maxOutputTokens?: number;
+  temperature?: number;
+}
+
+/** What a model call returns. */
+export interface ModelResponse {
+  text: string;
+  finishReason: "stop" | "length" | "tool-calls" | "content-filter" | "error" | "other";
+  usage: { inputTokens: number; outputTokens: number };
+  /** The model that answered. */
+  model: string;
+}
+
+/** Model calls. In a workflow each call is a checkpointed step; in a tool it is part of the tool's step. */
+export interface LlmClient {
+  /** Returns the text of the model's answer. */
+  generate(request: GenerateRequest): Promise<string>;
+  /** Returns the whole response, usage included. */
+  chat(request: GenerateRequest): Promise<ModelResponse>;
+}
+
+/** What a workflow and a tool can both do. */
+export interface BaseContext {
+  readonly runId: string;
+  readonly agent: string;
+  readonly workflow: string;
+  /** Reads an entity from a domain provider registered on the runtime. */
+  domain<R = unknown>(domain: string, entity: string, params?: Record<string, unknown>): Promise<R>;
+  readonly llm: LlmClient;
+  /** Writes a line to the runtime's logger with the run id attached; not journaled. */
+  log(message: string, fields?: Record<string, unknown>): void;
+}
+
+/**
+ * The context of a workflow. Every method except `log` is a journaled step; the workflow is
+ * replayed after a crash, so it must reach the outside world only through `ctx`.
+ *
+ * @typeParam T - the agent's tools, so `ctx.tool` names and arguments are checked.
+ */
+export interface WorkflowContext<T extends ToolSignatures = ToolSignatures> extends BaseContext {
+  /** Whether this call is replaying steps recorded by an earlier execution. */
+  readonly isReplaying: boolean;
+  /** Calls a tool of this agent as a checkpointed step. */
+  tool<K extends keyof T & string>(name: K, args: ArgsOf<T[K]>, options?: ToolCallOptions): Promise<ResultOf<T[K]>>;
+  /** The time, recorded on first execution and replayed after. */
+  now(): Promise<Date>;
+  /** A number in [0, 1), recorded on first execution and replayed after. */
+  random(): Promise<number>;
+  /** A random UUID v4, recorded on first execution and replayed after. */
+  uuid(): Promise<string>;
+}
+
+/** The context of one tool attempt. */
+export interface ToolContext extends BaseContext {
+  /** `<runId>:<seq>`: names this step. */
+  readonly stepId: string;
+  readonly seq: number;
+  readonly tool: string;
+  /** 1 for the first attempt. */
+  readonly attempt: number;
+  /** The same for every attempt and replay of this step: `<runId>:<seq>`. */
+  readonly idempotencyKey: string;
+  /** Fired when the attempt times out, misses its heartbeat, or the run is stopped. */
+  readonly signal: AbortSignal;
+  /** Tells the runtime the tool is alive; `details` are kept for the next attempt. */
+  heartbeat(details?: Json): void;
+  /** Details of the last heartbeat of an earlier attempt (or this one), if any. */
+  readonly lastHeartbeat: Json | undefined;
+}
+
+/** A step as a replay divergence message shows it. */
+export interface StepIdentity {
+  seq: number;
+  kind: StepKind;
+  name: string;
+}

@@ -1,0 +1,29 @@
+import type { DomainCallInfo } from "../domain/domain-provider.ts";
+import type { ModelProvider } from "../llm/model-provider.ts";
+import type { StepRecord } from "./records.ts";
+import type { RetryPolicy } from "./retry-policy.ts";
+
+/**
+ * Everything the envelope needs from outside, injected by the worker: `core/` does no I/O of
+ * its own. Storage writes go through `saveStep`, which is fenced by the run's lease epoch.
+ */
+export interface EnvelopeHost {
+  /** Wall-clock milliseconds. */
+  now(): number;
+  randomUUID(): string;
+  /** Uniform in [0, 1): used for recorded `ctx.random()` and retry jitter. */
+  random(): number;
+  /** Resolves after `ms`, or rejects with the signal's reason when it fires. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+  /** Stores a step (fenced); `sync` asks for a synchronous commit. */
+  saveStep(step: StepRecord, sync: boolean): Promise<void>;
+  /** Reads from a registered domain provider; throws `UnknownNameError` for an unknown domain. */
+  readDomain(domain: string, entity: string, params: Record<string, unknown>, info: DomainCallInfo): Promise<unknown>;
+  /** The named model, or the default; throws `UnknownNameError` when none is registered. */
+  model(name: string | undefined): ModelProvider;
+  /** Retry policy of domain steps. */
+  readonly domainRetry: RetryPolicy | undefined;
+  /** Retry policy of model steps. */
+  readonly modelRetry: RetryPolicy | undefined;
+  log(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;
+}

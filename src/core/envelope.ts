@@ -1,0 +1,364 @@
+import type { AgentDefinition, ToolDefinition } from "../agent/agent.ts";
+import type {
+  GenerateRequest,
+  LlmClient,
+  ModelResponse,
+  StepIdentity,
+  ToolCallOptions,
+  ToolContext,
+  WorkflowContext,
+} from "./context.ts";
+import { digest } from "./digest.ts";
+import { divergenceError } from "./divergence.ts";
+import type { EnvelopeHost } from "./envelope-host.ts";
+import {
+  InvalidInputError,
+  type ReplayDivergenceError,
+  type SerializedError,
+  ToolFailedError,
+  UnknownNameError,
+} from "./errors.ts";
+import type { Json, RunRecord, StepKind, StepRecord } from "./records.ts";
+import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
+import { deserializeError, serializeError, toJson } from "./serialize.ts";
+import { executeStep, type StepExecution } from "./step-executor.ts";
+
+/** How an envelope's execution ended. */
+export type EnvelopeOutcome =
+  | { kind: "completed"; output: Json }
+  | { kind: "failed"; error: SerializedError }
+  /** The run was taken away (lease lost) or stopped (shutdown) before it finished. */
+  | { kind: "stopped"; reason: unknown };
+
+/**
+ * The execution boundary around one run of a workflow (DESIGN §4). It replays the run's journal:
+ * a `ctx` call whose step has a saved result returns that result without running; the first
+ * call without one executes, recording its start before and its result after. Step numbers are
+ * taken synchronously when a `ctx` method is called, so concurrent steps (`Promise.all`) get
+ * the same numbers on every replay. Users never construct it; the worker does.
+ */
+export class WorkflowEnvelope {
+  readonly #run: RunRecord;
+  readonly #agent: AgentDefinition;
+  readonly #host: EnvelopeHost;
+  readonly #journal: Map<number, StepRecord>;
+  readonly #history: StepRecord[];
+  readonly #maxRecordedSeq: number;
+  readonly #calls: StepIdentity[] = [];
+  readonly #stop = new AbortController();
+  #seq = 0;
+  #diverged: ReplayDivergenceError | undefined;
+  #finished = false;
+
+  constructor(options: { run: RunRecord; agent: AgentDefinition; journal: readonly StepRecord[]; host: EnvelopeHost }) {
+    this.#run = options.run;
+    this.#agent = options.agent;
+    this.#host = options.host;
+    this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
+    this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
+    this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
+  }
+
+  /** Fired when the run is stopped; every attempt in flight sees it. */
+  get signal(): AbortSignal {
+    return this.#stop.signal;
+  }
+
+  /**
+   * Stops the run where it is: attempts in flight are aborted, nothing more is written, and
+   * `execute()` resolves with `stopped`.
+   */
+  stop(reason: unknown): void {
+    if (!this.#stop.signal.aborted) this.#stop.abort(reason);
+  }
+
+  /** Runs (or replays) the workflow to its end. Never rejects. */
+  async execute(): Promise<EnvelopeOutcome> {
+    const workflow = this.#agent.workflows[this.#run.workflow];
+    if (!workflow) {
+      const known = Object.keys(this.#agent.workflows).join(", ");
+      const error = new UnknownNameError(
+        "UNKNOWN_WORKFLOW",
+        `unknown workflow "${this.#run.workflow}" in agent "${this.#agent.name}" (known: ${known})`,
+      );
+      return { kind: "failed", error: serializeError(error) };
+    }
+    const ctx = this.#workflowContext();
+    const stopped = new Promise<EnvelopeOutcome>((resolve) => {
+      const onStop = () => resolve({ kind: "stopped", reason: this.#stop.signal.reason });
+      if (this.#stop.signal.aborted) onStop();
+      else this.#stop.signal.addEventListener("abort", onStop, { once: true });
+    });
+    const finished = (async (): Promise<EnvelopeOutcome> => {
+      let output: unknown;
+      try {
+        output = await workflow(ctx, this.#run.input);
+      } catch (error) {
+        return this.#outcome({ error });
+      }
+      return this.#outcome({ output });
+    })();
+    const outcome = await Promise.race([finished, stopped]);
+    this.#finished = true;
+    return outcome;
+  }
+
+  #outcome(result: { output?: unknown; error?: unknown }): EnvelopeOutcome {
+    if (this.#stop.signal.aborted) return { kind: "stopped", reason: this.#stop.signal.reason };
+    if (this.#diverged) return { kind: "failed", error: serializeError(this.#diverged) };
+    // Completed steps the code never reached mean the code changed under the run.
+    const unreached = this.#history.find((s) => s.seq > this.#seq && s.status !== "started");
+    if (unreached) {
+      const error = divergenceError({
+        runId: this.#run.id,
+        seq: unreached.seq,
+        recorded: unreached,
+        called: undefined,
+        history: this.#history,
+        calls: this.#calls,
+      });
+      return { kind: "failed", error: serializeError(error) };
+    }
+    if ("error" in result) return { kind: "failed", error: serializeError(result.error) };
+    try {
+      return {
+        kind: "completed",
+        output: toJson(result.output, `the output of workflow "${this.#run.workflow}"`) ?? null,
+      };
+    } catch (error) {
+      return { kind: "failed", error: serializeError(error) };
+    }
+  }
+
+  #workflowContext(): WorkflowContext {
+    const envelope = this;
+    const run = this.#run;
+    const llm: LlmClient = {
+      generate: async (request) => (await this.#llmStep(request)).text,
+      chat: (request) => this.#llmStep(request),
+    };
+    return {
+      runId: run.id,
+      agent: run.agent,
+      workflow: run.workflow,
+      get isReplaying() {
+        return envelope.#seq < envelope.#maxRecordedSeq;
+      },
+      llm,
+      tool: (name: string, args: unknown, options?: ToolCallOptions) => this.#toolStep(name, args, options),
+      domain: <R>(domain: string, entity: string, params: Record<string, unknown> = {}) =>
+        this.#step<R>("domain", `${domain}.${entity}`, params, {
+          policy: this.#host.domainRetry,
+          run: ({ signal }) => this.#host.readDomain(domain, entity, params, { runId: run.id, signal }) as Promise<R>,
+        }),
+      now: async () => new Date(await this.#valueStep("now", () => this.#host.now())),
+      random: () => this.#valueStep("random", () => this.#host.random()),
+      uuid: () => this.#valueStep("uuid", () => this.#host.randomUUID()),
+      log: (message, fields) => this.#host.log("info", message, { runId: run.id, ...fields }),
+    } as WorkflowContext;
+  }
+
+  /** Takes the next step number and checks the call against the journal. */
+  #begin(kind: StepKind, name: string): { seq: number; recorded: StepRecord | undefined } {
+    if (this.#finished) {
+      throw new Error(`ctx.${kind}("${name}") was called after the workflow finished; await every ctx call`);
+    }
+    if (this.#diverged) throw this.#diverged;
+    const seq = ++this.#seq;
+    this.#calls.push({ seq, kind, name });
+    const recorded = this.#journal.get(seq);
+    if (recorded && (recorded.kind !== kind || recorded.name !== name)) {
+      this.#diverged = divergenceError({
+        runId: this.#run.id,
+        seq,
+        recorded,
+        called: { seq, kind, name },
+        history: this.#history,
+        calls: this.#calls,
+      });
+      this.stop(this.#diverged);
+      throw this.#diverged;
+    }
+    return { seq, recorded };
+  }
+
+  async #valueStep<T extends Json>(name: "now" | "random" | "uuid", produce: () => T): Promise<T> {
+    const { seq, recorded } = this.#begin("value", name);
+    if (recorded?.status === "completed") return recorded.result as T;
+    const value = produce();
+    const at = this.#host.now();
+    await this.#host.saveStep(
+      {
+        ...this.#newStep(seq, "value", name, null, at),
+        status: "completed",
+        result: value,
+        endedAt: at,
+      },
+      // Safe without its own fsync: a later synchronous commit flushes it first (WAL order),
+      // and nothing outside the run can see the value before such a commit.
+      false,
+    );
+    return value;
+  }
+
+  #toolStep(name: string, args: unknown, options: ToolCallOptions | undefined): Promise<unknown> {
+    const tool = this.#agent.tools[name];
+    if (!tool) {
+      const known = Object.keys(this.#agent.tools).join(", ") || "none";
+      return Promise.reject(
+        new UnknownNameError("UNKNOWN_TOOL", `unknown tool "${name}" in agent "${this.#agent.name}" (known: ${known})`),
+      );
+    }
+    let parsed: unknown = args;
+    if (tool.input) {
+      const result = tool.input.safeParse(args);
+      if (!result.success) {
+        const issues = result.error.issues.map((i) => ({ path: i.path, message: i.message }));
+        const detail = issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join("; ");
+        return Promise.reject(
+          new InvalidInputError(
+            `invalid input for tool "${name}" of agent "${this.#agent.name}": ${detail}. The tool did not run; pass arguments that match its input schema`,
+            issues,
+          ),
+        );
+      }
+      parsed = result.data;
+    }
+    return this.#step("tool", name, args, {
+      policy: options?.retry ?? tool.retry,
+      startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
+      heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
+      run: (attempt) => this.#runTool(tool, name, parsed, attempt),
+    });
+  }
+
+  #runTool(tool: ToolDefinition, name: string, args: unknown, attempt: StepExecution): unknown {
+    const run = this.#run;
+    const host = this.#host;
+    const ctx: ToolContext = {
+      runId: run.id,
+      agent: run.agent,
+      workflow: run.workflow,
+      stepId: `${run.id}:${attempt.seq}`,
+      seq: attempt.seq,
+      tool: name,
+      attempt: attempt.attempt,
+      idempotencyKey: `${run.id}:${attempt.seq}`,
+      signal: attempt.signal,
+      heartbeat: (details) => attempt.heartbeat(details),
+      get lastHeartbeat() {
+        return attempt.lastHeartbeat();
+      },
+      domain: async <R>(domain: string, entity: string, params: Record<string, unknown> = {}) =>
+        (await host.readDomain(domain, entity, params, { runId: run.id, signal: attempt.signal })) as R,
+      llm: {
+        generate: async (request) => (await this.#callModel(request, attempt)).text,
+        chat: (request) => this.#callModel(request, attempt),
+      },
+      log: (message, fields) => host.log("info", message, { runId: run.id, tool: name, ...fields }),
+    };
+    return tool.run(ctx, args);
+  }
+
+  /** A model call made inside a tool: part of the tool's step, its usage counted there. */
+  async #callModel(request: GenerateRequest, attempt: StepExecution): Promise<ModelResponse> {
+    const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });
+    attempt.addUsage(response.usage);
+    return response;
+  }
+
+  #llmStep(request: GenerateRequest): Promise<ModelResponse> {
+    let model: string;
+    try {
+      model = this.#host.model(request.model).name;
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#step<ModelResponse>("llm", model, request, {
+      policy: this.#host.modelRetry,
+      run: async (attempt) => {
+        const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });
+        attempt.addUsage(response.usage);
+        return response;
+      },
+    });
+  }
+
+  /** A journaled step: replayed from its saved result, or executed with start and result records. */
+  async #step<R>(
+    kind: StepKind,
+    name: string,
+    args: unknown,
+    spec: {
+      policy: RetryPolicy | undefined;
+      startToCloseTimeoutMs?: number | undefined;
+      heartbeatTimeoutMs?: number | undefined;
+      run: (attempt: StepExecution) => Promise<R> | R;
+    },
+  ): Promise<R> {
+    const { seq, recorded } = this.#begin(kind, name);
+    const argsJson = toJson(args, `the arguments of ${kind} "${name}"`) ?? null;
+    const argsDigest = digest(argsJson);
+    if (recorded) {
+      if (recorded.argsDigest !== argsDigest) {
+        this.#host.log("warn", `step ${seq} (${kind} "${name}") is replayed with different arguments`, {
+          runId: this.#run.id,
+          seq,
+        });
+      }
+      if (recorded.status === "completed") return recorded.result as R;
+      if (recorded.status === "failed") throw replayedFailure(recorded);
+    }
+    const step: StepRecord = recorded
+      ? { ...recorded, attempts: [...recorded.attempts] }
+      : { ...this.#newStep(seq, kind, name, argsJson, this.#host.now()), argsDigest };
+    const result = await executeStep<R>({
+      step,
+      host: this.#host,
+      stop: this.#stop.signal,
+      policy: resolveRetryPolicy(spec.policy),
+      limits: {
+        startToCloseTimeoutMs: spec.startToCloseTimeoutMs,
+        heartbeatTimeoutMs: spec.heartbeatTimeoutMs,
+        label: `${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
+      },
+      run: spec.run,
+      isNew: !recorded,
+    });
+    return result;
+  }
+
+  #newStep(seq: number, kind: StepKind, name: string, args: Json | undefined, at: number): StepRecord {
+    return {
+      runId: this.#run.id,
+      seq,
+      kind,
+      name,
+      status: "started",
+      argsDigest: "",
+      args,
+      result: undefined,
+      error: undefined,
+      attempts: [],
+      heartbeat: undefined,
+      usage: undefined,
+      startedAt: at,
+      endedAt: null,
+      epoch: this.#run.epoch,
+    };
+  }
+}
+
+/** The error a failed step threw, rebuilt from the journal for a replay. */
+function replayedFailure(step: StepRecord): Error {
+  const error = step.error ?? { name: "Error", message: `step ${step.seq} failed` };
+  if (error.code === "TOOL_FAILED" && step.kind === "tool") {
+    const attempts = typeof error.data?.attempts === "number" ? error.data.attempts : step.attempts.length;
+    return new ToolFailedError(
+      error.message,
+      { tool: step.name, attempts },
+      error.cause ? { cause: deserializeError(error.cause) } : undefined,
+    );
+  }
+  return deserializeError(error);
+}

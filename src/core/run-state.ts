@@ -1,0 +1,74 @@
+/**
+ * The run state vocabulary (DESIGN §3). Every state change of a run is one of the pairs in
+ * `./transitions.ts`; nothing else in the code base decides what is legal.
+ */
+
+/** Every state a run can be in. */
+export const RUN_STATES = [
+  "PENDING",
+  "RUNNING",
+  "PAUSED",
+  "RESUMING",
+  "CANCELLING",
+  "COMPENSATING",
+  "NEEDS_RECONCILIATION",
+  "RECONCILING",
+  "COMPLETED",
+  "FAILED",
+  "BLOCKED",
+  "INTERRUPTED",
+  "CANCELLED",
+  "COMPENSATED",
+] as const;
+
+/** The state of a run. */
+export type RunState = (typeof RUN_STATES)[number];
+
+/** Why a PAUSED run is paused; set only with PAUSED. */
+export const PAUSED_REASONS = [
+  "awaiting_child",
+  "awaiting_signal",
+  "awaiting_user",
+  "awaiting_timer",
+  "awaiting_approval",
+  "suspended_orphan",
+  "awaiting_retry",
+] as const;
+
+/** What a PAUSED run waits for. */
+export type PausedReason = (typeof PAUSED_REASONS)[number];
+
+/**
+ * Terminal states: nothing more happens without an outside act (a resume, a reconcile, a fork),
+ * so anything that waits for a run returns on each of them.
+ */
+export const TERMINAL_STATES: ReadonlySet<RunState> = new Set<RunState>([
+  "COMPLETED",
+  "FAILED",
+  "BLOCKED",
+  "INTERRUPTED",
+  "CANCELLED",
+  "COMPENSATED",
+]);
+
+/**
+ * States in which a worker owns the run under a lease and may be executing it. A worker can die
+ * in any of them, so each can become INTERRUPTED.
+ */
+export const OWNED_STATES: ReadonlySet<RunState> = new Set<RunState>([
+  "RUNNING",
+  "RESUMING",
+  "CANCELLING",
+  "COMPENSATING",
+  "RECONCILING",
+]);
+
+/** True when nothing more happens to a run in `state` without an outside act. */
+export function isTerminal(state: RunState): boolean {
+  return TERMINAL_STATES.has(state);
+}
+
+/** True for a string that names a run state. */
+export function isRunState(value: string): value is RunState {
+  return (RUN_STATES as readonly string[]).includes(value);
+}

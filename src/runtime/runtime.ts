@@ -1,0 +1,379 @@
+import { randomBytes } from "node:crypto";
+import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
+import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
+import type { RunFilter, RuntimeBackend } from "../backend/backend.ts";
+import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
+import {
+  InvalidDefinitionError,
+  RunNotFoundError,
+  RunNotResumableError,
+  RuntimeClosedError,
+  UnknownNameError,
+  WaitTimeoutError,
+} from "../core/errors.ts";
+import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions } from "../core/records.ts";
+import type { RetryPolicy } from "../core/retry-policy.ts";
+import { isTerminal, OWNED_STATES } from "../core/run-state.ts";
+import { toJson } from "../core/serialize.ts";
+import type { DomainProvider } from "../domain/domain-provider.ts";
+import type { ModelProvider } from "../llm/model-provider.ts";
+import { Worker, type WorkerOptions } from "../worker/worker.ts";
+import { isDeadLocalOwner } from "../worker/worker-id.ts";
+import { consoleLogger, type Logger } from "./logger.ts";
+import { RunHandle } from "./run-handle.ts";
+import { createEnvelopeHost } from "./runtime-host.ts";
+import { RUNTIME_VERSION } from "./version.ts";
+
+/** Options of {@link Runtime}. */
+export interface RuntimeOptions {
+  /** Agents this runtime can run: `defineAgent` results or `@agent` classes. */
+  agents: readonly AgentLike[];
+  /** Where runs are stored. @default new InMemoryBackend() (nothing survives the process) */
+  backend?: RuntimeBackend;
+  /** Domain providers `ctx.domain(domain, …)` reads from, by domain name. @default {} */
+  domains?: Record<string, DomainProvider>;
+  /** Models `ctx.llm` calls, by name; `default` (or the only one) is used when a call names none. @default {} */
+  models?: Record<string, ModelProvider>;
+  /** Retry policy of `ctx.domain` steps. @default the tool defaults */
+  domainRetry?: RetryPolicy;
+  /** Retry policy of `ctx.llm` steps. @default the tool defaults */
+  modelRetry?: RetryPolicy;
+  /** The in-process worker, or `false` for a client-only runtime that never executes runs. @default {} */
+  worker?: WorkerOptions | false;
+  /** How long `shutdown()` lets runs in flight finish before recording them INTERRUPTED. @default 10000 */
+  shutdownGraceMs?: number;
+  /** @default warnings and errors to stderr */
+  logger?: Logger;
+}
+
+/** Everything recorded about a run. */
+export interface RunHistory {
+  run: RunRecord;
+  transitions: TransitionRecord[];
+  steps: StepRecord[];
+}
+
+/** Options of {@link Runtime.run}. */
+export interface StartOptions {
+  /** Idempotency key: starting again with the same (agent, workflow, key) returns the existing run. */
+  key?: string;
+  /** Data to keep with the run (shown by `cairn show`). */
+  meta?: Record<string, Json>;
+  /** Who starts the run. @default { kind: "user", id: "local" } */
+  by?: Actor;
+}
+
+type Listener = (transition: TransitionRecord, run: RunRecord) => void;
+
+/**
+ * Wires agents, a backend and an in-process worker, and offers the client operations.
+ *
+ * @example
+ * const runtime = new Runtime({ agents: [reportBuilder], backend: new SqliteBackend({ path: ".cairn/cairn.db" }) });
+ * await runtime.start();
+ * const run = await runtime.run(reportBuilder, "build", { quarter: "2026-Q3" }, { key: "report-2026-Q3" });
+ * console.log(await run.result());
+ */
+export class Runtime {
+  readonly backend: RuntimeBackend;
+  readonly #agents = new Map<string, AgentDefinition>();
+  readonly #options: RuntimeOptions;
+  readonly #logger: Logger;
+  readonly #worker: Worker | undefined;
+  readonly #listeners = new Set<Listener>();
+  readonly #waiters = new Map<string, Set<() => void>>();
+  #started: Promise<void> | undefined;
+  #closed = false;
+  #signalHandler: (() => void) | undefined;
+
+  constructor(options: RuntimeOptions) {
+    if (!options || !Array.isArray(options.agents)) {
+      throw new InvalidDefinitionError("new Runtime({ agents: [...] }) needs the list of agents it runs");
+    }
+    this.#options = options;
+    this.#logger = options.logger ?? consoleLogger;
+    this.backend = options.backend ?? new InMemoryBackend();
+    for (const item of options.agents) {
+      const agent = toAgentDefinition(item);
+      if (this.#agents.has(agent.name)) {
+        throw new InvalidDefinitionError(
+          `two agents are named "${agent.name}"; agent names must be unique in a runtime`,
+        );
+      }
+      this.#agents.set(agent.name, agent);
+    }
+    if (options.worker !== false) {
+      this.#worker = new Worker(
+        {
+          backend: this.backend,
+          logger: this.#logger,
+          agent: (name) => this.#agents.get(name),
+          host: (run) => {
+            const models = options.models ?? {};
+            const names = Object.keys(models);
+            return createEnvelopeHost({
+              run,
+              backend: this.backend,
+              domains: options.domains ?? {},
+              models,
+              defaultModel: "default" in models ? "default" : names.length === 1 ? names[0] : undefined,
+              domainRetry: options.domainRetry,
+              modelRetry: options.modelRetry,
+              logger: this.#logger,
+            });
+          },
+          versions: (run) => this.#versions(run.agent),
+          onTransition: (t, run) => this.#emit(t, run),
+        },
+        options.worker ?? {},
+      );
+    }
+  }
+
+  /** The worker id of this runtime's worker (shown in transitions it makes). */
+  get workerId(): string | undefined {
+    return this.#worker?.id;
+  }
+
+  /**
+   * Opens the backend and starts the worker. With `handleSignals`, SIGTERM and SIGINT shut the
+   * runtime down gracefully (runs still in flight after the grace period become INTERRUPTED).
+   */
+  start(options: { handleSignals?: boolean } = {}): Promise<void> {
+    this.#started ??= (async () => {
+      await this.backend.init();
+      this.#worker?.start();
+      if (options.handleSignals) {
+        const handler = () => {
+          void this.shutdown({ reason: "signal" }).finally(() => process.exit(130));
+        };
+        this.#signalHandler = handler;
+        process.once("SIGTERM", handler);
+        process.once("SIGINT", handler);
+      }
+    })();
+    return this.#started;
+  }
+
+  /** Starts a run (or returns the existing one for its key). */
+  async run<A extends AgentDefinition, K extends keyof A["workflows"] & string>(
+    agent: A,
+    workflow: K,
+    input: WorkflowInput<A, K>,
+    options?: StartOptions,
+  ): Promise<RunHandle<Awaited<WorkflowOutput<A, K>>>>;
+  async run(agent: string | AgentLike, workflow: string, input: unknown, options?: StartOptions): Promise<RunHandle>;
+  async run(
+    agentRef: string | AgentLike,
+    workflow: string,
+    input: unknown,
+    options: StartOptions = {},
+  ): Promise<RunHandle> {
+    await this.#ready();
+    const agent = this.#agent(typeof agentRef === "string" ? agentRef : toAgentDefinition(agentRef).name);
+    if (!agent.workflows[workflow]) {
+      throw new UnknownNameError(
+        "UNKNOWN_WORKFLOW",
+        `unknown workflow "${workflow}" in agent "${agent.name}" (known: ${Object.keys(agent.workflows).join(", ")})`,
+      );
+    }
+    const { run, created } = await this.backend.createRun({
+      id: newRunId(),
+      agent: agent.name,
+      workflow,
+      key: options.key ?? null,
+      input: toJson(input, `the input of workflow "${workflow}"`) ?? null,
+      versions: this.#versions(agent.name),
+      meta: options.meta ?? {},
+      actor: options.by ?? { kind: "user", id: "local" },
+      reason: options.key ? `started with key "${options.key}"` : "started",
+      at: Date.now(),
+    });
+    if (created) {
+      const [first] = await this.backend.listTransitions(run.id);
+      if (first) this.#emit(first, run);
+      this.#worker?.poke();
+    }
+    return new RunHandle(this, run.id, created);
+  }
+
+  /** A handle on an existing run. */
+  handle(runId: string): RunHandle {
+    return new RunHandle(this, runId, false);
+  }
+
+  /** The run as stored; throws `RunNotFoundError` when there is none. */
+  async getRun(runId: string): Promise<RunRecord> {
+    await this.#ready();
+    const run = await this.backend.getRun(runId);
+    if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs\``);
+    return run;
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    await this.#ready();
+    return this.backend.listRuns(filter);
+  }
+
+  /** The run with its transitions and steps. */
+  async history(runId: string): Promise<RunHistory> {
+    const run = await this.getRun(runId);
+    const [transitions, steps] = await Promise.all([
+      this.backend.listTransitions(runId),
+      this.backend.loadSteps(runId),
+    ]);
+    return { run, transitions, steps };
+  }
+
+  /**
+   * Waits until the run reaches a terminal state (COMPLETED, FAILED, BLOCKED, INTERRUPTED,
+   * CANCELLED, COMPENSATED) and returns it. Runs driven by other processes are polled.
+   */
+  async waitFor(runId: string, options: { timeoutMs?: number; pollIntervalMs?: number } = {}): Promise<RunRecord> {
+    const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+    const poll = options.pollIntervalMs ?? 250;
+    for (;;) {
+      const run = await this.getRun(runId);
+      if (isTerminal(run.state)) return run;
+      const left = deadline - Date.now();
+      if (left <= 0) {
+        throw new WaitTimeoutError(`run ${runId} is still ${run.state} after ${options.timeoutMs} ms`);
+      }
+      await new Promise<void>((resolve) => {
+        const waiters = this.#waiters.get(runId) ?? new Set();
+        this.#waiters.set(runId, waiters);
+        const done = () => {
+          clearTimeout(timer);
+          waiters.delete(done);
+          resolve();
+        };
+        const timer = setTimeout(done, Math.min(poll, left));
+        waiters.add(done);
+      });
+    }
+  }
+
+  /**
+   * Resumes a run that stopped without finishing: an INTERRUPTED run, a FAILED run whose error is
+   * a replay divergence (after the code was fixed), or a run whose worker is gone (its lease
+   * lapsed, or its process on this host no longer exists), which is first recorded INTERRUPTED.
+   * The run goes RESUMING and a worker replays it from its checkpoints.
+   */
+  async resume(runId: string, options: { by?: Actor; reason?: string } = {}): Promise<RunHandle> {
+    let run = await this.getRun(runId);
+    const by = options.by ?? { kind: "user", id: "local" };
+    const versions = this.#versions(run.agent);
+    if (OWNED_STATES.has(run.state)) {
+      const now = Date.now();
+      const lapsed = run.leaseExpiresAt === null || run.leaseExpiresAt <= now;
+      const dead = run.leaseOwner !== null && isDeadLocalOwner(run.leaseOwner);
+      if (!lapsed && !dead) {
+        throw new RunNotResumableError(
+          `run ${runId} is ${run.state} and held by worker ${run.leaseOwner} until ${new Date(run.leaseExpiresAt ?? now).toISOString()}; if that worker is gone, resume again after its lease lapses`,
+        );
+      }
+      const result = await this.backend.transition({
+        runId,
+        from: run.state,
+        to: "INTERRUPTED",
+        actor: by,
+        reason: `worker ${run.leaseOwner ?? "unknown"} was lost while the run was ${run.state} (${dead ? "its process is gone" : "its lease lapsed"})`,
+        versions,
+        at: now,
+        fence: { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
+      });
+      this.#emit(result.transition, result.run);
+      run = result.run;
+    }
+    if (run.state !== "INTERRUPTED" && !(run.state === "FAILED" && run.error?.code === "REPLAY_DIVERGENCE")) {
+      throw new RunNotResumableError(
+        run.state === "FAILED"
+          ? `run ${runId} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence can be resumed, fork the run instead`
+          : `run ${runId} is ${run.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed`,
+      );
+    }
+    const result = await this.backend.transition({
+      runId,
+      from: run.state,
+      to: "RESUMING",
+      actor: by,
+      reason: options.reason ?? `resumed by ${by.kind} ${by.id}`,
+      versions,
+      at: Date.now(),
+      fence: { unowned: true, now: Date.now() },
+      patch: run.state === "FAILED" ? { error: null } : {},
+    });
+    this.#emit(result.transition, result.run);
+    this.#worker?.poke();
+    return new RunHandle(this, runId, false);
+  }
+
+  /** Calls `listener` for every transition made by this runtime. Returns an unsubscribe function. */
+  onTransition(listener: Listener): () => void {
+    this.#listeners.add(listener);
+    return () => this.#listeners.delete(listener);
+  }
+
+  /**
+   * Stops the worker: no new claims; runs in flight get `graceMs` to finish, then are recorded
+   * INTERRUPTED and released so another worker (or `resume`) continues them.
+   */
+  async shutdown(options: { graceMs?: number; reason?: string } = {}): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    if (this.#signalHandler) {
+      process.off("SIGTERM", this.#signalHandler);
+      process.off("SIGINT", this.#signalHandler);
+    }
+    if (this.#started) {
+      await this.#started.catch(() => {});
+      await this.#worker?.shutdown(
+        options.graceMs ?? this.#options.shutdownGraceMs ?? 10_000,
+        options.reason ?? "shutdown",
+      );
+      await this.backend.close();
+    }
+  }
+
+  /** Same as `shutdown()`. */
+  close(): Promise<void> {
+    return this.shutdown();
+  }
+
+  #emit(transition: TransitionRecord, run: RunRecord): void {
+    for (const listener of this.#listeners) {
+      try {
+        listener(transition, run);
+      } catch (error) {
+        this.#logger.warn("transition listener threw", { error: String(error) });
+      }
+    }
+    const waiters = this.#waiters.get(run.id);
+    if (waiters && isTerminal(run.state)) for (const w of [...waiters]) w();
+  }
+
+  #agent(name: string): AgentDefinition {
+    const agent = this.#agents.get(name);
+    if (!agent) {
+      throw new UnknownNameError(
+        "UNKNOWN_AGENT",
+        `unknown agent "${name}" (registered: ${[...this.#agents.keys()].join(", ") || "none"})`,
+      );
+    }
+    return agent;
+  }
+
+  #versions(agentName: string): Versions {
+    return { workflow: this.#agents.get(agentName)?.version ?? "unknown", policy: null, runtime: RUNTIME_VERSION };
+  }
+
+  async #ready(): Promise<void> {
+    if (this.#closed) throw new RuntimeClosedError("the runtime is shut down; create a new Runtime");
+    await this.start();
+  }
+}
+
+/** Run ids sort by creation time: `run_` + base-36 milliseconds + random. */
+export function newRunId(): string {
+  return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(5).toString("hex")}`;
+}
