@@ -19,6 +19,12 @@ export async function runAttempt<T>(
   limits: AttemptLimits,
   fn: (signal: AbortSignal, beat: () => void) => Promise<T> | T,
 ): Promise<T> {
+  if (limits.startToCloseTimeoutMs === undefined && limits.heartbeatTimeoutMs === undefined) {
+    // No timer can abort this attempt, so it sees the run's own signal: no controller, no race.
+    // If the run stops meanwhile the envelope stops waiting for it, and its result is not saved.
+    if (parent.aborted) throw parent.reason;
+    return fn(parent, noop);
+  }
   const controller = new AbortController();
   const onParentAbort = () => controller.abort(parent.reason);
   if (parent.aborted) throw parent.reason;
@@ -62,3 +68,5 @@ export async function runAttempt<T>(
     parent.removeEventListener("abort", onParentAbort);
   }
 }
+
+function noop(): void {}

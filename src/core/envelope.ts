@@ -8,7 +8,7 @@ import type {
   ToolContext,
   WorkflowContext,
 } from "./context.ts";
-import { digest } from "./digest.ts";
+import { digestText } from "./digest.ts";
 import { divergenceError } from "./divergence.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import {
@@ -20,7 +20,7 @@ import {
 } from "./errors.ts";
 import type { Json, RunRecord, StepKind, StepRecord } from "./records.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
-import { deserializeError, serializeError, toJson } from "./serialize.ts";
+import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
 
 /** How an envelope's execution ended. */
@@ -85,7 +85,13 @@ export class WorkflowEnvelope {
     }
     const ctx = this.#workflowContext();
     const stopped = new Promise<EnvelopeOutcome>((resolve) => {
-      const onStop = () => resolve({ kind: "stopped", reason: this.#stop.signal.reason });
+      // A divergence stops the run too (so attempts in flight end), but it is a failure to record.
+      const onStop = () =>
+        resolve(
+          this.#diverged
+            ? { kind: "failed", error: serializeError(this.#diverged) }
+            : { kind: "stopped", reason: this.#stop.signal.reason },
+        );
       if (this.#stop.signal.aborted) onStop();
       else this.#stop.signal.addEventListener("abort", onStop, { once: true });
     });
@@ -104,8 +110,8 @@ export class WorkflowEnvelope {
   }
 
   #outcome(result: { output?: unknown; error?: unknown }): EnvelopeOutcome {
-    if (this.#stop.signal.aborted) return { kind: "stopped", reason: this.#stop.signal.reason };
     if (this.#diverged) return { kind: "failed", error: serializeError(this.#diverged) };
+    if (this.#stop.signal.aborted) return { kind: "stopped", reason: this.#stop.signal.reason };
     // Completed steps the code never reached mean the code changed under the run.
     const unreached = this.#history.find((s) => s.seq > this.#seq && s.status !== "started");
     if (unreached) {
@@ -297,8 +303,9 @@ export class WorkflowEnvelope {
     },
   ): Promise<R> {
     const { seq, recorded } = this.#begin(kind, name);
-    const argsJson = toJson(args, `the arguments of ${kind} "${name}"`) ?? null;
-    const argsDigest = digest(argsJson);
+    const snapshot = jsonSnapshot(args ?? null, `the arguments of ${kind} "${name}"`);
+    const argsJson = snapshot.json ?? null;
+    const argsDigest = digestText(snapshot.text);
     if (recorded) {
       if (recorded.argsDigest !== argsDigest) {
         this.#host.log("warn", `step ${seq} (${kind} "${name}") is replayed with different arguments`, {
@@ -323,7 +330,6 @@ export class WorkflowEnvelope {
         label: `${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
       },
       run: spec.run,
-      isNew: !recorded,
     });
     return result;
   }

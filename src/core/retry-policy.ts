@@ -24,23 +24,37 @@ export interface RetryPolicy {
 export type ResolvedRetryPolicy = Required<RetryPolicy>;
 
 /** Defaults of DESIGN §4: 1 s, ×2, at most 100 s, 5 attempts, ±20 % jitter. */
-export const DEFAULT_RETRY_POLICY: ResolvedRetryPolicy = {
+export const DEFAULT_RETRY_POLICY: ResolvedRetryPolicy = Object.freeze({
   initialIntervalMs: 1000,
   backoffCoefficient: 2,
   maximumIntervalMs: 100_000,
   maximumAttempts: 5,
   jitter: 0.2,
   nonRetryableErrors: [],
-};
+});
 
-/** Fills in defaults and checks the numbers make sense. */
+const resolved = new WeakMap<RetryPolicy, ResolvedRetryPolicy>();
+
+/** Fills in defaults and checks the numbers make sense (cached per policy object). */
 export function resolveRetryPolicy(policy: RetryPolicy | undefined): ResolvedRetryPolicy {
-  const p = { ...DEFAULT_RETRY_POLICY, ...stripUndefined(policy ?? {}) };
+  if (policy === undefined) return DEFAULT_RETRY_POLICY;
+  let p = resolved.get(policy);
+  if (!p) {
+    p = checkPolicy(policy);
+    resolved.set(policy, p);
+  }
+  return p;
+}
+
+function checkPolicy(policy: RetryPolicy): ResolvedRetryPolicy {
+  const p = { ...DEFAULT_RETRY_POLICY, ...stripUndefined(policy) };
   if (!(p.maximumAttempts >= 1) || !Number.isInteger(p.maximumAttempts)) {
     throw new RangeError(`retry.maximumAttempts must be an integer >= 1 (got ${p.maximumAttempts})`);
   }
   if (!(p.initialIntervalMs >= 0))
     throw new RangeError(`retry.initialIntervalMs must be >= 0 (got ${p.initialIntervalMs})`);
+  if (!(p.maximumIntervalMs >= 0))
+    throw new RangeError(`retry.maximumIntervalMs must be >= 0 (got ${p.maximumIntervalMs})`);
   if (!(p.backoffCoefficient >= 1))
     throw new RangeError(`retry.backoffCoefficient must be >= 1 (got ${p.backoffCoefficient})`);
   if (!(p.jitter >= 0 && p.jitter <= 1)) throw new RangeError(`retry.jitter must be between 0 and 1 (got ${p.jitter})`);
@@ -67,7 +81,7 @@ export function retryDelayMs(policy: ResolvedRetryPolicy, nextAttempt: number, r
 /** Whether `error` may be retried under `policy` (the attempt count is checked separately). */
 export function isRetryable(policy: ResolvedRetryPolicy, error: unknown): boolean {
   if (error instanceof NonRetryableError) return false;
-  if (error instanceof CairnError) return error.retryable;
+  // The policy's list is checked first: it can only make an error less retryable.
   for (const entry of policy.nonRetryableErrors) {
     if (typeof entry === "string") {
       if (error instanceof Error && error.name === entry) return false;
@@ -75,5 +89,8 @@ export function isRetryable(policy: ResolvedRetryPolicy, error: unknown): boolea
       return false;
     }
   }
+  if (error instanceof CairnError) return error.retryable;
+  // A provider marks a definite failure with `retryable: false` (ModelProvider contract).
+  if ((error as { retryable?: unknown } | null)?.retryable === false) return false;
   return true;
 }

@@ -6,7 +6,12 @@ import type { Json } from "./records.ts";
  * must be plain data, because a replay in another process sees only what was stored.
  */
 export function toJson(value: unknown, what: string): Json | undefined {
-  if (value === undefined) return undefined;
+  return jsonSnapshot(value, what).json;
+}
+
+/** Like {@link toJson}, also returning the JSON text (empty for `undefined`). */
+export function jsonSnapshot(value: unknown, what: string): { json: Json | undefined; text: string } {
+  if (value === undefined) return { json: undefined, text: "" };
   let text: string | undefined;
   try {
     text = JSON.stringify(value);
@@ -19,7 +24,7 @@ export function toJson(value: unknown, what: string): Json | undefined {
   if (text === undefined) {
     throw new NotSerializableError(`${what} is not JSON (a ${typeof value}); return plain data`);
   }
-  return JSON.parse(text) as Json;
+  return { json: JSON.parse(text) as Json, text };
 }
 
 /** Turns any thrown value into the journal's error shape. */

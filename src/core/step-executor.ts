@@ -28,7 +28,6 @@ export async function executeStep<R>(options: {
   policy: ResolvedRetryPolicy;
   limits: AttemptLimits;
   run: (execution: StepExecution) => Promise<R> | R;
-  isNew: boolean;
 }): Promise<R> {
   const { step, host, stop, policy, limits } = options;
   // An attempt that was running when its process died has no end: close it as interrupted.
@@ -41,7 +40,6 @@ export async function executeStep<R>(options: {
       error: { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" },
     };
   }
-  if (options.isNew) await host.saveStep(step, false);
   let heartbeatSave: Promise<void> = Promise.resolve();
   let heartbeatQueued = false;
   for (;;) {
@@ -52,6 +50,10 @@ export async function executeStep<R>(options: {
     }
     const attempt: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(attempt);
+    // The start record (for a new step) or the attempt's start (for a retry or a resumed step),
+    // so a crash during the attempt shows which attempt it was. A cheap commit: the result's
+    // synchronous commit flushes it.
+    await host.saveStep(step, false);
     const execution: StepExecution = {
       seq: step.seq,
       attempt: attemptNo,
@@ -65,7 +67,7 @@ export async function executeStep<R>(options: {
           heartbeatSave = heartbeatSave
             .then(() => {
               heartbeatQueued = false;
-              return stop.aborted ? undefined : host.saveStep({ ...step, attempts: [...step.attempts] }, false);
+              return stop.aborted ? undefined : host.saveStep(step, false);
             })
             .catch((error: unknown) => host.log("warn", "heartbeat not saved", { error: String(error) }));
         }
@@ -81,6 +83,7 @@ export async function executeStep<R>(options: {
         beat = arm;
         return options.run({ ...execution, signal });
       });
+      if (stop.aborted) throw stop.reason;
       const result = toJson(value, `the result of ${limits.label}`);
       attempt.endedAt = host.now();
       await heartbeatSave;

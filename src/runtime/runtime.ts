@@ -4,6 +4,7 @@ import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
 import type { RunFilter, RuntimeBackend } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
 import {
+  IllegalTransitionError,
   InvalidDefinitionError,
   RunNotFoundError,
   RunNotResumableError,
@@ -81,10 +82,11 @@ export class Runtime {
   readonly #logger: Logger;
   readonly #worker: Worker | undefined;
   readonly #listeners = new Set<Listener>();
-  readonly #waiters = new Map<string, Set<() => void>>();
+  readonly #waiters = new Map<string, Set<(terminal: RunRecord) => void>>();
   #started: Promise<void> | undefined;
   #closed = false;
-  #signalHandler: (() => void) | undefined;
+  #backendClosed = false;
+  #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
 
   constructor(options: RuntimeOptions) {
     if (!options || !Array.isArray(options.agents)) {
@@ -144,8 +146,10 @@ export class Runtime {
       await this.backend.init();
       this.#worker?.start();
       if (options.handleSignals) {
-        const handler = () => {
-          void this.shutdown({ reason: "signal" }).finally(() => process.exit(130));
+        const handler = (signal: NodeJS.Signals) => {
+          void this.shutdown({ reason: `${signal} received` }).finally(() =>
+            process.exit(128 + (signal === "SIGINT" ? 2 : 15)),
+          );
         };
         this.#signalHandler = handler;
         process.once("SIGTERM", handler);
@@ -204,14 +208,14 @@ export class Runtime {
 
   /** The run as stored; throws `RunNotFoundError` when there is none. */
   async getRun(runId: string): Promise<RunRecord> {
-    await this.#ready();
+    await this.#readable();
     const run = await this.backend.getRun(runId);
     if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs\``);
     return run;
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
-    await this.#ready();
+    await this.#readable();
     return this.backend.listRuns(filter);
   }
 
@@ -239,17 +243,20 @@ export class Runtime {
       if (left <= 0) {
         throw new WaitTimeoutError(`run ${runId} is still ${run.state} after ${options.timeoutMs} ms`);
       }
-      await new Promise<void>((resolve) => {
+      // Woken with the run when this runtime records its terminal transition: returned as is, so a
+      // run interrupted by this runtime's own shutdown is reported even though it is now closed.
+      const ended = await new Promise<RunRecord | undefined>((resolve) => {
         const waiters = this.#waiters.get(runId) ?? new Set();
         this.#waiters.set(runId, waiters);
-        const done = () => {
+        const done = (terminal?: RunRecord) => {
           clearTimeout(timer);
           waiters.delete(done);
-          resolve();
+          resolve(terminal);
         };
-        const timer = setTimeout(done, Math.min(poll, left));
+        const timer = setTimeout(() => done(), Math.min(poll, left));
         waiters.add(done);
       });
+      if (ended) return ended;
     }
   }
 
@@ -260,6 +267,7 @@ export class Runtime {
    * The run goes RESUMING and a worker replays it from its checkpoints.
    */
   async resume(runId: string, options: { by?: Actor; reason?: string } = {}): Promise<RunHandle> {
+    await this.#ready();
     let run = await this.getRun(runId);
     const by = options.by ?? { kind: "user", id: "local" };
     const versions = this.#versions(run.agent);
@@ -292,17 +300,29 @@ export class Runtime {
           : `run ${runId} is ${run.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed`,
       );
     }
-    const result = await this.backend.transition({
-      runId,
-      from: run.state,
-      to: "RESUMING",
-      actor: by,
-      reason: options.reason ?? `resumed by ${by.kind} ${by.id}`,
-      versions,
-      at: Date.now(),
-      fence: { unowned: true, now: Date.now() },
-      patch: run.state === "FAILED" ? { error: null } : {},
-    });
+    const from = run.state;
+    const result = await this.backend
+      .transition({
+        runId,
+        from,
+        to: "RESUMING",
+        actor: by,
+        reason: options.reason ?? `resumed by ${by.kind} ${by.id}`,
+        versions,
+        at: Date.now(),
+        fence: { unowned: true, now: Date.now() },
+        patch: from === "FAILED" ? { error: null } : {},
+      })
+      .catch(async (error: unknown) => {
+        // A worker's automatic recovery (this runtime's included, which starts with it) may have
+        // resumed the INTERRUPTED run first: the only way out of INTERRUPTED is RESUMING, so the
+        // resume that was asked for has happened.
+        if (error instanceof IllegalTransitionError && from === "INTERRUPTED") {
+          if ((await this.getRun(runId)).state !== "INTERRUPTED") return undefined;
+        }
+        throw error;
+      });
+    if (!result) return new RunHandle(this, runId, false);
     this.#emit(result.transition, result.run);
     this.#worker?.poke();
     return new RunHandle(this, runId, false);
@@ -331,6 +351,7 @@ export class Runtime {
         options.graceMs ?? this.#options.shutdownGraceMs ?? 10_000,
         options.reason ?? "shutdown",
       );
+      this.#backendClosed = true;
       await this.backend.close();
     }
   }
@@ -349,7 +370,7 @@ export class Runtime {
       }
     }
     const waiters = this.#waiters.get(run.id);
-    if (waiters && isTerminal(run.state)) for (const w of [...waiters]) w();
+    if (waiters && isTerminal(run.state)) for (const w of [...waiters]) w(run);
   }
 
   #agent(name: string): AgentDefinition {
@@ -367,9 +388,16 @@ export class Runtime {
     return { workflow: this.#agents.get(agentName)?.version ?? "unknown", policy: null, runtime: RUNTIME_VERSION };
   }
 
+  /** Before a run is started or resumed: refused once shutdown has begun. */
   async #ready(): Promise<void> {
-    if (this.#closed) throw new RuntimeClosedError("the runtime is shut down; create a new Runtime");
+    if (this.#closed) throw new RuntimeClosedError("the runtime is shutting down; create a new Runtime to start runs");
     await this.start();
+  }
+
+  /** Before a read: allowed while shutting down, until the backend is closed. */
+  async #readable(): Promise<void> {
+    if (this.#backendClosed) throw new RuntimeClosedError("the runtime is shut down; create a new Runtime");
+    if (!this.#closed) await this.start();
   }
 }
 

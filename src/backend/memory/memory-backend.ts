@@ -157,7 +157,7 @@ export class InMemoryBackend implements RuntimeBackend {
     }
     (this.#steps.get(step.runId) as Map<number, StepRecord>).set(step.seq, {
       ...step,
-      attempts: [...step.attempts],
+      attempts: step.attempts.map((a) => ({ ...a })),
       epoch: options.epoch,
     });
   }
@@ -165,6 +165,8 @@ export class InMemoryBackend implements RuntimeBackend {
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const steps = this.#steps.get(runId);
     if (!steps) return [];
-    return [...steps.values()].sort((a, b) => a.seq - b.seq).map((s) => ({ ...s, attempts: [...s.attempts] }));
+    return [...steps.values()]
+      .sort((a, b) => a.seq - b.seq)
+      .map((s) => ({ ...s, attempts: s.attempts.map((a) => ({ ...a })) }));
   }
 }

@@ -1,0 +1,135 @@
+import { spawn } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { SqliteBackend } from "../src/sqlite.ts";
+import { expectedOutput, TOOL_COUNT } from "./crash/crash-agent.ts";
+
+/**
+ * The crash test of DESIGN §4: a child process runs the 10-tool workflow on SQLite and is
+ * killed with SIGKILL at every step boundary (before the start record, between start and
+ * result, after the result): 30 kill points. Each time a fresh process resumes the run, and
+ * the test checks the output, the tool executions (counted in files outside the database) and
+ * the transition log.
+ */
+
+const CHILD = join(import.meta.dirname, "crash", "crash-child.ts");
+const root = mkdtempSync(join(tmpdir(), "cairn-crash-"));
+afterAll(() => rmSync(root, { recursive: true, force: true }));
+
+interface ChildResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+function child(args: string[]): Promise<ChildResult> {
+  return new Promise((resolve, reject) => {
+    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
+    let stdout = "";
+    let stderr = "";
+    proc.stdout.on("data", (d) => (stdout += d));
+    proc.stderr.on("data", (d) => (stderr += d));
+    const timer = setTimeout(() => proc.kill("SIGKILL"), 40_000);
+    proc.on("error", reject);
+    proc.on("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr });
+    });
+  });
+}
+
+function counts(dir: string): number[] {
+  const out: number[] = [];
+  for (let i = 1; i <= TOOL_COUNT; i++) {
+    try {
+      out.push(readFileSync(join(dir, `t${i}`), "utf8").length);
+    } catch {
+      out.push(0);
+    }
+  }
+  return out;
+}
+
+const POINTS = ["before-start", "before-result", "after-result"] as const;
+const cases = POINTS.flatMap((point) => Array.from({ length: TOOL_COUNT }, (_, i) => ({ point, seq: i + 1 })));
+
+describe.concurrent("SIGKILL at every step boundary, resumed by a fresh process", () => {
+  it.each(cases)("kill $point of tool $seq", async ({ point, seq }) => {
+    const dir = mkdtempSync(join(root, `${point}-${seq}-`));
+    const db = join(dir, "cairn.db");
+
+    // Half the resumes wait for the dead worker's lease to lapse; half notice at once that its
+    // process is gone (its lease is made long enough that only that can explain the recovery).
+    const how = seq % 2 === 0 ? "lease" : "pid";
+    const first = await child([db, dir, "start", point, String(seq), how === "lease" ? "1000" : "600000"]);
+    expect(first.signal, `the first process should die by SIGKILL\n${first.stderr}`).toBe("SIGKILL");
+    const before = counts(dir);
+
+    const second = await child([db, dir, "resume", how]);
+    expect(second.code, second.stderr).toBe(0);
+    const result = JSON.parse(second.stdout.trim().split("\n").at(-1) ?? "{}");
+    expect(result.state).toBe("COMPLETED");
+    expect(result.output).toEqual(expectedOutput("s"));
+
+    const after = counts(dir);
+    for (let i = 1; i <= TOOL_COUNT; i++) {
+      const n = after[i - 1];
+      const saved = i < seq || (i === seq && point === "after-result");
+      if (saved) {
+        // A tool whose result was committed never runs again.
+        expect(n, `tool t${i} had a saved result`).toBe(1);
+        expect(before[i - 1]).toBe(1);
+      } else if (i === seq && point === "before-result") {
+        // The tool in flight ran, then runs at most once more.
+        expect(before[i - 1], `tool t${i} ran before the kill`).toBe(1);
+        expect(n, `tool t${i} was in flight`).toBe(2);
+      } else {
+        expect(before[i - 1], `tool t${i} had not started`).toBe(0);
+        expect(n, `tool t${i} ran after the resume`).toBe(1);
+      }
+    }
+
+    const backend = new SqliteBackend({ path: db });
+    await backend.init();
+    try {
+      const transitions = await backend.listTransitions(result.runId);
+      expect(transitions.map((t) => t.id)).toEqual([1, 2, 3, 4, 5, 6]);
+      expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual([
+        "->PENDING",
+        "PENDING>RUNNING",
+        "RUNNING>INTERRUPTED",
+        "INTERRUPTED>RESUMING",
+        "RESUMING>RUNNING",
+        "RUNNING>COMPLETED",
+      ]);
+      const interrupted = transitions[2];
+      expect(interrupted?.actor.kind).toBe("system");
+      expect(interrupted?.reason).toMatch(how === "lease" ? /lease lapsed/ : /process is gone/);
+      // The reason names the lost owner: the first process's worker.
+      expect(interrupted?.reason).toContain(transitions[1]?.actor.id);
+      const steps = await backend.loadSteps(result.runId);
+      expect(steps.map((s) => s.status)).toEqual(Array(TOOL_COUNT).fill("completed"));
+      const inFlight = steps[seq - 1];
+      if (point === "before-result") {
+        expect(inFlight?.attempts.map((a) => a.error?.name ?? "ok")).toEqual(["AttemptInterrupted", "ok"]);
+      } else {
+        expect(inFlight?.attempts).toHaveLength(1);
+      }
+    } finally {
+      await backend.close();
+    }
+  });
+});
+
+describe("an uncrashed run", () => {
+  it("gives the same output with each tool run once", async () => {
+    const dir = mkdtempSync(join(root, "none-"));
+    const run = await child([join(dir, "cairn.db"), dir, "start", "none", "0"]);
+    expect(run.code, run.stderr).toBe(0);
+    expect(JSON.parse(run.stdout.trim()).output).toEqual(expectedOutput("s"));
+    expect(counts(dir)).toEqual(Array(TOOL_COUNT).fill(1));
+  });
+});
