@@ -271,6 +271,12 @@ export class Runtime {
     let run = await this.getRun(runId);
     const by = options.by ?? { kind: "user", id: "local" };
     const versions = this.#versions(run.agent);
+    // A recovery sweep (this runtime's worker starts with one) may have resumed the run already:
+    // RESUMING and not claimed yet, or claimed by this very worker. That is not a lost worker.
+    const underWay = run.state === "RESUMING" || run.state === "RUNNING";
+    if (underWay && (run.leaseOwner === null || run.leaseOwner === this.workerId)) {
+      return new RunHandle(this, runId, false);
+    }
     if (OWNED_STATES.has(run.state)) {
       const now = Date.now();
       const lapsed = run.leaseExpiresAt === null || run.leaseExpiresAt <= now;
@@ -280,17 +286,24 @@ export class Runtime {
           `run ${runId} is ${run.state} and held by worker ${run.leaseOwner} until ${new Date(run.leaseExpiresAt ?? now).toISOString()}; if that worker is gone, resume again after its lease lapses`,
         );
       }
-      const result = await this.backend.transition({
-        runId,
-        from: run.state,
-        to: "INTERRUPTED",
-        actor: by,
-        reason: `worker ${run.leaseOwner ?? "unknown"} was lost while the run was ${run.state} (${dead ? "its process is gone" : "its lease lapsed"})`,
-        versions,
-        at: now,
-        fence: { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
-      });
-      this.#emit(result.transition, result.run);
+      const result = await this.backend
+        .transition({
+          runId,
+          from: run.state,
+          to: "INTERRUPTED",
+          actor: by,
+          reason: `worker ${run.leaseOwner ?? "unknown"} was lost while the run was ${run.state} (${dead ? "its process is gone" : "its lease lapsed"})`,
+          versions,
+          at: now,
+          fence: { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
+        })
+        .catch(async (error: unknown) => {
+          // A recovery sweep recorded the loss first: go on from what it stored.
+          const current = await this.getRun(runId);
+          if (current.state === "INTERRUPTED" && current.epoch > run.epoch) return { run: current, transition: undefined };
+          throw error;
+        });
+      if (result.transition) this.#emit(result.transition, result.run);
       run = result.run;
     }
     if (run.state !== "INTERRUPTED" && !(run.state === "FAILED" && run.error?.code === "REPLAY_DIVERGENCE")) {
