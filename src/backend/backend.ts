@@ -29,8 +29,8 @@ export interface RuntimeBackend {
 
   /**
    * Claims one runnable run (state PENDING or RESUMING, no lease or a lapsed one) for
-   * `workerId`: sets the lease, increments the epoch and returns the claimed run. With
-   * `runId`, only that run is considered. Two concurrent claims never get the same run.
+   * `workerId`: sets the lease, increments the epoch and returns the claimed run, oldest run
+   * first. With `runId`, only that run is considered. Two concurrent claims never get the same run.
    */
   claimRun(request: ClaimRequest): Promise<RunRecord | undefined>;
   /**
@@ -38,11 +38,13 @@ export interface RuntimeBackend {
    * owner changed); the worker must drop those runs.
    */
   renewLeases(request: RenewRequest): Promise<string[]>;
-  /** Runs in an owned state (RUNNING, RESUMING, …) whose lease lapsed before `now`. */
+  /**
+   * Runs in an owned state (RUNNING, RESUMING, …) whose lease has lapsed at `now`
+   * (`leaseExpiresAt <= now`, the same rule as claiming), soonest-lapsed first. With
+   * `Number.MAX_SAFE_INTEGER` it lists every leased run (used to find owners that died).
+   */
   listExpiredLeases(now: number, limit: number): Promise<RunRecord[]>;
-  /** Runs in an owned state with a lease held by one of `owners` (for dead-owner detection). */
-  listLeasedBy(owners: readonly string[]): Promise<RunRecord[]>;
-  /** INTERRUPTED runs that automatic recovery may pick up: `recoveries < maxRecoveries`. */
+  /** INTERRUPTED runs that automatic recovery may pick up (`recoveries < maxRecoveries`), least recently updated first. */
   listRecoverable(maxRecoveries: number, limit: number): Promise<RunRecord[]>;
 
   /**

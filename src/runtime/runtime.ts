@@ -166,7 +166,14 @@ export class Runtime {
     input: WorkflowInput<A, K>,
     options?: StartOptions,
   ): Promise<RunHandle<Awaited<WorkflowOutput<A, K>>>>;
-  async run(agent: string | AgentLike, workflow: string, input: unknown, options?: StartOptions): Promise<RunHandle>;
+  // A definition object must match the typed overload above; letting it through here would
+  // accept any workflow name and input for it.
+  async run(
+    agent: string | Exclude<AgentLike, AgentDefinition>,
+    workflow: string,
+    input: unknown,
+    options?: StartOptions,
+  ): Promise<RunHandle>;
   async run(
     agentRef: string | AgentLike,
     workflow: string,

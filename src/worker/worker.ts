@@ -272,7 +272,7 @@ export class Worker {
 
   async #interruptLost(run: RunRecord, now: number): Promise<void> {
     const owner = run.leaseOwner ?? "unknown";
-    const gone = run.leaseExpiresAt !== null && run.leaseExpiresAt < now ? "its lease lapsed" : "its process is gone";
+    const gone = run.leaseExpiresAt !== null && run.leaseExpiresAt <= now ? "its lease lapsed" : "its process is gone";
     await this.#transition(
       run,
       {

@@ -1,4 +1,4 @@
-import { LeaseLostError } from "../../core/errors.ts";
+import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
 import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type {
@@ -31,7 +31,8 @@ export class InMemoryBackend implements RuntimeBackend {
       const existing = this.#keys.get(keyId);
       if (existing) return { run: { ...(this.#runs.get(existing) as RunRecord) }, created: false };
     }
-    if (this.#runs.has(input.id)) throw new Error(`run id "${input.id}" already exists`);
+    if (this.#runs.has(input.id))
+      throw new InvalidInputError(`run id "${input.id}" already exists; run ids must be unique`);
     const run: RunRecord = {
       id: input.id,
       agent: input.agent,
@@ -91,6 +92,7 @@ export class InMemoryBackend implements RuntimeBackend {
   }
 
   async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
+    // Map order is insertion order: oldest run first, as the contract asks.
     const candidates = request.runId === undefined ? this.#runs.values() : [this.#runs.get(request.runId)];
     for (const run of candidates) {
       if (run && isClaimable(run, request.now)) {
@@ -117,21 +119,16 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async listExpiredLeases(now: number, limit: number): Promise<RunRecord[]> {
     return [...this.#runs.values()]
-      .filter((r) => OWNED_STATES.has(r.state) && r.leaseExpiresAt !== null && r.leaseExpiresAt < now)
+      .filter((r) => OWNED_STATES.has(r.state) && r.leaseExpiresAt !== null && r.leaseExpiresAt <= now)
+      .sort((a, b) => (a.leaseExpiresAt as number) - (b.leaseExpiresAt as number))
       .slice(0, limit)
-      .map((r) => ({ ...r }));
-  }
-
-  async listLeasedBy(owners: readonly string[]): Promise<RunRecord[]> {
-    const set = new Set(owners);
-    return [...this.#runs.values()]
-      .filter((r) => OWNED_STATES.has(r.state) && r.leaseOwner !== null && set.has(r.leaseOwner))
       .map((r) => ({ ...r }));
   }
 
   async listRecoverable(maxRecoveries: number, limit: number): Promise<RunRecord[]> {
     return [...this.#runs.values()]
       .filter((r) => r.state === "INTERRUPTED" && r.recoveries < maxRecoveries)
+      .sort((a, b) => a.updatedAt - b.updatedAt)
       .slice(0, limit)
       .map((r) => ({ ...r }));
   }

@@ -1,0 +1,63 @@
+import { afterEach, beforeEach, describe } from "vitest";
+import type { RuntimeBackend } from "../backend.ts";
+import { describeLeases } from "./leases-conformance.ts";
+import { describeRuns } from "./runs-conformance.ts";
+import { describeSteps } from "./steps-conformance.ts";
+import { describeTransitions } from "./transitions-conformance.ts";
+
+/** Options of {@link runBackendConformance}. */
+export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBackend> {
+  /**
+   * Called after each test, once the backend is closed: delete its files, drop its schema.
+   * @default nothing
+   */
+  cleanup?: (backend: B) => Promise<void>;
+}
+
+/**
+ * Registers the `RuntimeBackend` conformance suite (Vitest `describe`/`it` blocks) for one
+ * backend. Every test gets a fresh, empty backend from `makeBackend`; the suite calls `init()`
+ * on it before the test and `close()` after, then `options.cleanup`. A backend that passes agrees
+ * with `InMemoryBackend` on every point of the contract: run creation and key idempotency,
+ * listing, exclusive claims and leases, fenced transitions and steps.
+ *
+ * @example
+ * import { runBackendConformance } from "cairn/testing";
+ * import { MyBackend } from "./my-backend.ts";
+ *
+ * runBackendConformance("my-backend", () => new MyBackend({ url: process.env.TEST_DB }), {
+ *   cleanup: (backend) => backend.dropEverything(),
+ * });
+ */
+export function runBackendConformance<B extends RuntimeBackend>(
+  name: string,
+  makeBackend: () => Promise<B> | B,
+  options: BackendConformanceOptions<B> = {},
+): void {
+  describe(`RuntimeBackend conformance: ${name}`, () => {
+    let current: B | undefined;
+    const use = (): B => {
+      if (!current) throw new Error(`conformance suite "${name}": no backend, makeBackend() or init() failed`);
+      return current;
+    };
+
+    beforeEach(async () => {
+      const backend = await makeBackend();
+      await backend.init();
+      current = backend;
+    });
+
+    afterEach(async () => {
+      const backend = current;
+      current = undefined;
+      if (!backend) return;
+      await backend.close();
+      await options.cleanup?.(backend);
+    });
+
+    describeRuns(use);
+    describeLeases(use);
+    describeTransitions(use);
+    describeSteps(use);
+  });
+}

@@ -1,0 +1,146 @@
+import { expect } from "vitest";
+import type { Actor, RunRecord, StepRecord, Versions } from "../../core/records.ts";
+import type { RunState } from "../../core/run-state.ts";
+import type { CreateRunInput, RuntimeBackend, TransitionRequest } from "../backend.ts";
+
+/**
+ * Shared data and moves of the conformance suite. Times are fixed numbers, never the clock, so
+ * every lease comparison is exact.
+ */
+
+/** Gives the backend of the current test (a fresh one per test). */
+export type UseBackend = () => RuntimeBackend;
+
+export const T0 = 1_700_000_000_000;
+export const LEASE_MS = 30_000;
+export const VERSIONS: Versions = { workflow: "wf-1", policy: null, runtime: "0.1.0" };
+export const USER: Actor = { kind: "user", id: "alice" };
+export const WORKER: Actor = { kind: "worker", id: "w1" };
+
+let counter = 0;
+
+/** A fresh run id, unique within the process. */
+export function runId(prefix = "run"): string {
+  counter += 1;
+  return `${prefix}-${counter}-${Math.random().toString(36).slice(2, 8)}`;
+}
+
+/** Input of `createRun` with sensible defaults. */
+export function runInput(overrides: Partial<CreateRunInput> = {}): CreateRunInput {
+  return {
+    id: runId(),
+    agent: "report_builder",
+    workflow: "build",
+    key: null,
+    input: { quarter: "2026-Q3", tags: ["a", "b"], nested: { n: 1.5, ok: true, none: null } },
+    versions: VERSIONS,
+    meta: { module: "examples/report-builder.ts" },
+    actor: USER,
+    reason: "started by test",
+    at: T0,
+    ...overrides,
+  };
+}
+
+/** Creates a run and returns it. */
+export async function newRun(backend: RuntimeBackend, overrides: Partial<CreateRunInput> = {}): Promise<RunRecord> {
+  const { run, created } = await backend.createRun(runInput(overrides));
+  expect(created).toBe(true);
+  return run;
+}
+
+/** A transition request with defaults; `fence` defaults to the epoch `epoch`. */
+export function move(
+  run: Pick<RunRecord, "id" | "epoch">,
+  from: RunState,
+  to: RunState,
+  extra: Partial<TransitionRequest> = {},
+): TransitionRequest {
+  return {
+    runId: run.id,
+    from,
+    to,
+    actor: WORKER,
+    reason: `${from} -> ${to}`,
+    versions: VERSIONS,
+    at: T0 + 1_000,
+    fence: { epoch: run.epoch },
+    ...extra,
+  };
+}
+
+/**
+ * Creates a run, claims it as `workerId` at `now` and moves it to RUNNING: the state in which a
+ * worker executes it.
+ */
+export async function runningRun(
+  backend: RuntimeBackend,
+  options: { workerId?: string; now?: number; overrides?: Partial<CreateRunInput> } = {},
+): Promise<RunRecord> {
+  const now = options.now ?? T0;
+  const run = await newRun(backend, { at: now, ...options.overrides });
+  const claimedRun = await backend.claimRun({
+    workerId: options.workerId ?? "w1",
+    now,
+    leaseMs: LEASE_MS,
+    runId: run.id,
+  });
+  expect(claimedRun?.id).toBe(run.id);
+  const { run: running } = await backend.transition(move(claimedRun as RunRecord, "PENDING", "RUNNING", { at: now }));
+  return running;
+}
+
+/** A step with every optional field set. */
+export function fullStep(runIdValue: string, seq: number, epoch: number): StepRecord {
+  return {
+    runId: runIdValue,
+    seq,
+    kind: "tool",
+    name: "fetch_data",
+    status: "completed",
+    argsDigest: "d".repeat(64),
+    args: { quarter: "2026-Q3", list: [1, "two", null, { three: 3 }] },
+    result: { rows: [{ id: 1, amount: 12.5 }], empty: [], flag: false },
+    error: { name: "ToolFailedError", message: "boom", code: "TOOL_FAILED", retryable: false, data: { tool: "x" } },
+    attempts: [
+      { attempt: 1, startedAt: T0, endedAt: T0 + 10, error: { name: "Error", message: "first try failed" } },
+      { attempt: 2, startedAt: T0 + 20, endedAt: T0 + 30 },
+    ],
+    heartbeat: { progress: 0.5, cursor: "abc" },
+    usage: { inputTokens: 120, outputTokens: 40, modelCalls: 2 },
+    startedAt: T0,
+    endedAt: T0 + 30,
+    epoch,
+  };
+}
+
+/** A start record: no result, error, heartbeat or usage yet. */
+export function startedStep(runIdValue: string, seq: number, epoch: number): StepRecord {
+  return {
+    runId: runIdValue,
+    seq,
+    kind: "tool",
+    name: "fetch_data",
+    status: "started",
+    argsDigest: "e".repeat(64),
+    args: undefined,
+    result: undefined,
+    error: undefined,
+    attempts: [{ attempt: 1, startedAt: T0, endedAt: null }],
+    heartbeat: undefined,
+    usage: undefined,
+    startedAt: T0,
+    endedAt: null,
+    epoch,
+  };
+}
+
+/** What a refused call rejected with; fails the test when it did not reject. */
+export async function refusal(promise: Promise<unknown>): Promise<Error> {
+  try {
+    await promise;
+  } catch (error) {
+    return error as Error;
+  }
+  throw new Error("expected the call to be refused, it succeeded");
+}

@@ -1,0 +1,165 @@
+import { describe, expect, it } from "vitest";
+import type { RunRecord } from "../../core/records.ts";
+import {
+  LEASE_MS,
+  move,
+  newRun,
+  runInput,
+  runningRun,
+  T0,
+  USER,
+  type UseBackend,
+  VERSIONS,
+} from "./conformance-fixtures.ts";
+
+/** createRun, getRun and listRuns. */
+export function describeRuns(use: UseBackend): void {
+  describe("createRun", () => {
+    it("creates a PENDING run with every field set", async () => {
+      const input = runInput({ key: "k-1" });
+      const { run, created } = await use().createRun(input);
+      expect(created).toBe(true);
+      const expected: RunRecord = {
+        id: input.id,
+        agent: "report_builder",
+        workflow: "build",
+        key: "k-1",
+        state: "PENDING",
+        pausedReason: null,
+        input: input.input,
+        output: undefined,
+        error: undefined,
+        epoch: 0,
+        leaseOwner: null,
+        leaseExpiresAt: null,
+        recoveries: 0,
+        lastTransitionId: 1,
+        versions: VERSIONS,
+        meta: { module: "examples/report-builder.ts" },
+        createdAt: T0,
+        updatedAt: T0,
+      };
+      expect(run).toStrictEqual(expected);
+      expect(await use().getRun(input.id)).toStrictEqual(expected);
+    });
+
+    it("writes transition 1 from null to PENDING", async () => {
+      const input = runInput({ reason: "admitted by api" });
+      await use().createRun(input);
+      expect(await use().listTransitions(input.id)).toStrictEqual([
+        {
+          runId: input.id,
+          id: 1,
+          at: T0,
+          actor: USER,
+          from: null,
+          to: "PENDING",
+          pausedReason: null,
+          reason: "admitted by api",
+          versions: VERSIONS,
+        },
+      ]);
+    });
+
+    it("returns the existing run for a known (agent, workflow, key), untouched", async () => {
+      const first = await newRun(use(), { key: "same" });
+      const again = await use().createRun(runInput({ key: "same", input: { other: true }, at: T0 + 5 }));
+      expect(again.created).toBe(false);
+      expect(again.run).toStrictEqual(first);
+      expect(await use().listRuns()).toHaveLength(1);
+      expect(await use().listTransitions(first.id)).toHaveLength(1);
+    });
+
+    it("returns the existing run as it is now, not as it was created", async () => {
+      const running = await runningRun(use(), { overrides: { key: "busy" } });
+      const again = await use().createRun(runInput({ key: "busy" }));
+      expect(again.created).toBe(false);
+      expect(again.run.state).toBe("RUNNING");
+      expect(again.run.epoch).toBe(1);
+      expect(again.run).toStrictEqual(running);
+    });
+
+    it("keeps keys separate per agent and per workflow", async () => {
+      const a = await newRun(use(), { key: "k" });
+      const b = await newRun(use(), { key: "k", workflow: "other_workflow" });
+      const c = await newRun(use(), { key: "k", agent: "other_agent" });
+      expect(new Set([a.id, b.id, c.id]).size).toBe(3);
+      expect(await use().listRuns()).toHaveLength(3);
+      const again = await use().createRun(runInput({ key: "k", workflow: "other_workflow" }));
+      expect(again).toMatchObject({ created: false, run: { id: b.id } });
+    });
+
+    it("never deduplicates runs without a key", async () => {
+      await newRun(use(), { key: null });
+      await newRun(use(), { key: null });
+      expect(await use().listRuns()).toHaveLength(2);
+    });
+  });
+
+  describe("getRun", () => {
+    it("returns undefined for an unknown id", async () => {
+      expect(await use().getRun("no-such-run")).toBeUndefined();
+    });
+  });
+
+  describe("listRuns", () => {
+    async function seed() {
+      const b = use();
+      const r1 = await newRun(b, { agent: "a1", workflow: "w1", at: T0 + 1 });
+      const r2 = await newRun(b, { agent: "a1", workflow: "w2", at: T0 + 2 });
+      const r3 = await newRun(b, { agent: "a2", workflow: "w1", at: T0 + 3 });
+      const r4 = await newRun(b, { agent: "a2", workflow: "w2", at: T0 + 4 });
+      // r3 -> CANCELLED, r4 -> RUNNING
+      await b.transition(move(r3, "PENDING", "CANCELLED", { fence: { unowned: true, now: T0 + 10 } }));
+      const claimed = await b.claimRun({ workerId: "w1", now: T0 + 10, leaseMs: LEASE_MS, runId: r4.id });
+      await b.transition(move(claimed as RunRecord, "PENDING", "RUNNING"));
+      return [r1.id, r2.id, r3.id, r4.id] as const;
+    }
+    const ids = (runs: RunRecord[]) => runs.map((r) => r.id);
+
+    it("lists newest first", async () => {
+      const [r1, r2, r3, r4] = await seed();
+      expect(ids(await use().listRuns())).toEqual([r4, r3, r2, r1]);
+      expect(ids(await use().listRuns({}))).toEqual([r4, r3, r2, r1]);
+    });
+
+    it("returns runs as stored", async () => {
+      const [, , r3] = await seed();
+      const listed = (await use().listRuns()).find((r) => r.id === r3);
+      expect(listed).toStrictEqual(await use().getRun(r3));
+      expect(listed?.state).toBe("CANCELLED");
+    });
+
+    it("filters by agent and by workflow", async () => {
+      const [r1, r2, r3, r4] = await seed();
+      expect(ids(await use().listRuns({ agent: "a1" }))).toEqual([r2, r1]);
+      expect(ids(await use().listRuns({ workflow: "w1" }))).toEqual([r3, r1]);
+      expect(ids(await use().listRuns({ agent: "a2", workflow: "w2" }))).toEqual([r4]);
+      expect(await use().listRuns({ agent: "nobody" })).toEqual([]);
+    });
+
+    it("filters by one state or several", async () => {
+      const [r1, r2, r3, r4] = await seed();
+      expect(ids(await use().listRuns({ state: "PENDING" }))).toEqual([r2, r1]);
+      expect(ids(await use().listRuns({ state: ["CANCELLED", "RUNNING"] }))).toEqual([r4, r3]);
+      expect(ids(await use().listRuns({ state: ["RUNNING"], agent: "a1" }))).toEqual([]);
+      expect(await use().listRuns({ state: [] })).toEqual([]);
+    });
+
+    it("pages with limit and offset", async () => {
+      const [r1, r2, r3, r4] = await seed();
+      expect(ids(await use().listRuns({ limit: 2 }))).toEqual([r4, r3]);
+      expect(ids(await use().listRuns({ limit: 2, offset: 2 }))).toEqual([r2, r1]);
+      expect(ids(await use().listRuns({ offset: 3 }))).toEqual([r1]);
+      expect(await use().listRuns({ offset: 4 })).toEqual([]);
+    });
+
+    it("returns at most 100 runs by default", async () => {
+      for (let i = 0; i < 101; i++) await newRun(use(), { at: T0 + i });
+      const runs = await use().listRuns();
+      expect(runs).toHaveLength(100);
+      expect(runs[0]?.createdAt).toBe(T0 + 100);
+      expect(runs[99]?.createdAt).toBe(T0 + 1);
+    });
+  });
+}

@@ -1,0 +1,102 @@
+import { describe, expect, it } from "vitest";
+import { LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord } from "../../core/records.ts";
+import {
+  fullStep,
+  LEASE_MS,
+  newRun,
+  refusal,
+  runningRun,
+  startedStep,
+  T0,
+  type UseBackend,
+} from "./conformance-fixtures.ts";
+
+/** saveStep and loadSteps. */
+export function describeSteps(use: UseBackend): void {
+  describe("saveStep / loadSteps", () => {
+    it("round-trips every field of a step", async () => {
+      const run = await runningRun(use());
+      const step = fullStep(run.id, 1, run.epoch);
+      await use().saveStep(step, { epoch: run.epoch, sync: true });
+      expect(await use().loadSteps(run.id)).toStrictEqual([step]);
+    });
+
+    it("keeps undefined fields undefined and null values null", async () => {
+      const run = await runningRun(use());
+      const started = startedStep(run.id, 1, run.epoch);
+      const nulls = { ...startedStep(run.id, 2, run.epoch), args: null, result: null, heartbeat: null };
+      await use().saveStep(started, { epoch: run.epoch, sync: false });
+      await use().saveStep(nulls, { epoch: run.epoch, sync: false });
+      const [a, b] = await use().loadSteps(run.id);
+      expect(a).toStrictEqual(started);
+      expect(b).toStrictEqual(nulls);
+      expect(a?.args).toBeUndefined();
+      expect(b?.args).toBeNull();
+    });
+
+    it("stamps the step with the writer's epoch", async () => {
+      const run = await runningRun(use());
+      await use().saveStep({ ...fullStep(run.id, 1, 0) }, { epoch: run.epoch, sync: true });
+      expect((await use().loadSteps(run.id))[0]?.epoch).toBe(run.epoch);
+    });
+
+    it("replaces the step with the same seq", async () => {
+      const run = await runningRun(use());
+      await use().saveStep(startedStep(run.id, 1, run.epoch), { epoch: run.epoch, sync: false });
+      const completed = fullStep(run.id, 1, run.epoch);
+      await use().saveStep(completed, { epoch: run.epoch, sync: true });
+      expect(await use().loadSteps(run.id)).toStrictEqual([completed]);
+    });
+
+    it("loads the steps of one run in seq order", async () => {
+      const run = await runningRun(use());
+      const other = await runningRun(use());
+      for (const seq of [3, 1, 2, 10]) {
+        await use().saveStep(
+          { ...fullStep(run.id, seq, run.epoch), name: `s${seq}` },
+          { epoch: run.epoch, sync: seq % 2 === 0 },
+        );
+      }
+      await use().saveStep(fullStep(other.id, 1, other.epoch), { epoch: other.epoch, sync: true });
+      const steps = await use().loadSteps(run.id);
+      expect(steps.map((s) => [s.seq, s.name, s.runId])).toEqual([
+        [1, "s1", run.id],
+        [2, "s2", run.id],
+        [3, "s3", run.id],
+        [10, "s10", run.id],
+      ]);
+      expect(await use().loadSteps("ghost")).toEqual([]);
+    });
+
+    it("refuses a stale epoch with LeaseLostError and stores nothing", async () => {
+      const b = use();
+      const run = await newRun(b);
+      const first = (await b.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+      const kept = fullStep(run.id, 1, first.epoch);
+      await b.saveStep(kept, { epoch: first.epoch, sync: true });
+      const second = (await b.claimRun({ workerId: "w2", now: T0 + LEASE_MS, leaseMs: LEASE_MS })) as RunRecord;
+      expect(second.epoch).toBe(first.epoch + 1);
+      for (const sync of [true, false]) {
+        const overwrite = refusal(b.saveStep({ ...kept, status: "failed" }, { epoch: first.epoch, sync }));
+        expect(await overwrite).toBeInstanceOf(LeaseLostError);
+        const fresh = refusal(b.saveStep(fullStep(run.id, 2, first.epoch), { epoch: first.epoch, sync }));
+        expect(await fresh).toBeInstanceOf(LeaseLostError);
+      }
+      const ahead = refusal(b.saveStep(fullStep(run.id, 3, second.epoch + 1), { epoch: second.epoch + 1, sync: true }));
+      expect(await ahead).toBeInstanceOf(LeaseLostError);
+      expect(await b.loadSteps(run.id)).toStrictEqual([kept]);
+      await b.saveStep(fullStep(run.id, 2, second.epoch), { epoch: second.epoch, sync: true });
+      expect((await b.loadSteps(run.id)).map((s) => [s.seq, s.epoch])).toEqual([
+        [1, first.epoch],
+        [2, second.epoch],
+      ]);
+    });
+
+    it("refuses a step of an unknown run with LeaseLostError", async () => {
+      const error = await refusal(use().saveStep(fullStep("ghost", 1, 1), { epoch: 1, sync: true }));
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect(await use().loadSteps("ghost")).toEqual([]);
+    });
+  });
+}

@@ -1,0 +1,4 @@
+import { runBackendConformance } from "../conformance/backend-conformance.ts";
+import { InMemoryBackend } from "./memory-backend.ts";
+
+runBackendConformance("memory", () => new InMemoryBackend());

@@ -1,0 +1,267 @@
+import { execFile } from "node:child_process";
+import { randomUUID } from "node:crypto";
+import { rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, relative, sep } from "node:path";
+import Database from "better-sqlite3";
+import { afterEach, describe, expect, it } from "vitest";
+import { LeaseLostError, StorageError } from "../../core/errors.ts";
+import type { RunRecord } from "../../core/records.ts";
+import { runBackendConformance } from "../conformance/backend-conformance.ts";
+import { fullStep, LEASE_MS, move, runInput, startedStep, T0 } from "../conformance/conformance-fixtures.ts";
+import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
+
+const tmpRoot = join(tmpdir(), "cairn-sqlite-tests");
+
+function tempPath(): string {
+  return join(tmpRoot, randomUUID(), "cairn.db");
+}
+
+/** Removes the per-test directory under `tmpRoot` that holds `path` (and its -wal, -shm files). */
+function removeDatabase(path: string): void {
+  const top = relative(tmpRoot, path).split(sep)[0];
+  if (top && top !== "..") rmSync(join(tmpRoot, top), { recursive: true, force: true });
+}
+
+runBackendConformance("sqlite (file)", () => new SqliteBackend({ path: tempPath() }), {
+  cleanup: async (backend) => removeDatabase(backend.path),
+});
+runBackendConformance(
+  "sqlite (file, process durability)",
+  () => new SqliteBackend({ path: tempPath(), durability: "process" }),
+  {
+    cleanup: async (backend) => removeDatabase(backend.path),
+  },
+);
+runBackendConformance("sqlite (:memory:)", () => new SqliteBackend({ path: ":memory:" }));
+
+describe("SqliteBackend", () => {
+  const opened: SqliteBackend[] = [];
+  const paths: string[] = [];
+
+  async function open(options: Partial<SqliteBackendOptions> = {}): Promise<SqliteBackend> {
+    const path = options.path ?? tempPath();
+    if (!paths.includes(path)) paths.push(path);
+    const backend = new SqliteBackend({ ...options, path });
+    await backend.init();
+    opened.push(backend);
+    return backend;
+  }
+
+  afterEach(async () => {
+    for (const backend of opened.splice(0)) await backend.close();
+    for (const path of paths.splice(0)) removeDatabase(path);
+  });
+
+  it("keeps runs, transitions and steps across close and reopen", async () => {
+    const first = await open();
+    const { run } = await first.createRun(runInput({ key: "k" }));
+    const claimed = (await first.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    await first.transition(move(claimed, "PENDING", "RUNNING"));
+    await first.saveStep(fullStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: true });
+    await first.saveStep(startedStep(run.id, 2, claimed.epoch), { epoch: claimed.epoch, sync: false });
+    const before = {
+      run: await first.getRun(run.id),
+      transitions: await first.listTransitions(run.id),
+      steps: await first.loadSteps(run.id),
+    };
+    await first.close();
+
+    const second = await open({ path: first.path });
+    expect({
+      run: await second.getRun(run.id),
+      transitions: await second.listTransitions(run.id),
+      steps: await second.loadSteps(run.id),
+    }).toStrictEqual(before);
+    expect(before.steps).toHaveLength(2);
+    expect(before.run?.state).toBe("RUNNING");
+    expect((await second.createRun(runInput({ key: "k" }))).created).toBe(false);
+  });
+
+  it("shares one file between two instances as between two processes", async () => {
+    const a = await open();
+    const b = await open({ path: a.path });
+    const { run } = await a.createRun(runInput({ key: "shared" }));
+    expect(await b.getRun(run.id)).toStrictEqual(run);
+    const again = await b.createRun(runInput({ key: "shared" }));
+    expect(again).toMatchObject({ created: false, run: { id: run.id } });
+
+    const [byA, byB] = await Promise.all([
+      a.claimRun({ workerId: "wa", now: T0, leaseMs: LEASE_MS }),
+      b.claimRun({ workerId: "wb", now: T0, leaseMs: LEASE_MS }),
+    ]);
+    expect(byA?.id).toBe(run.id);
+    expect(byB).toBeUndefined();
+    expect(await b.claimRun({ workerId: "wb", now: T0 + 1, leaseMs: LEASE_MS, runId: run.id })).toBeUndefined();
+    expect(await b.getRun(run.id)).toMatchObject({ leaseOwner: "wa", epoch: 1 });
+
+    // b takes the run after a's lease lapsed; a's writes are fenced off from then on.
+    const byBLater = (await b.claimRun({ workerId: "wb", now: T0 + LEASE_MS, leaseMs: LEASE_MS })) as RunRecord;
+    expect(byBLater.epoch).toBe(2);
+    await expect(a.saveStep(fullStep(run.id, 1, 1), { epoch: 1, sync: true })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(a.transition(move(byA as RunRecord, "PENDING", "RUNNING"))).rejects.toBeInstanceOf(LeaseLostError);
+    await b.transition(move(byBLater, "PENDING", "RUNNING"));
+    expect((await a.getRun(run.id))?.state).toBe("RUNNING");
+    expect(await a.listTransitions(run.id)).toHaveLength(2);
+  });
+
+  it("hands each run to exactly one of several instances claiming concurrently", async () => {
+    const instances = [await open()];
+    for (let i = 0; i < 3; i++) instances.push(await open({ path: instances[0]?.path ?? "" }));
+    const ids = new Set<string>();
+    for (let i = 0; i < 20; i++) ids.add((await instances[i % 4]?.createRun(runInput({ at: T0 + i })))?.run.id ?? "");
+    const claims = await Promise.all(
+      Array.from({ length: 24 }, (_, i) =>
+        instances[i % 4]?.claimRun({ workerId: `w${i % 4}`, now: T0 + 100, leaseMs: LEASE_MS }),
+      ),
+    );
+    const got = claims.filter((r) => r !== undefined).map((r) => r.id);
+    expect(got).toHaveLength(20);
+    expect(new Set(got)).toEqual(ids);
+  });
+
+  it("hands each run to exactly one of several processes claiming concurrently", async () => {
+    const backend = await open();
+    const ids = new Set<string>();
+    for (let i = 0; i < 150; i++) ids.add((await backend.createRun(runInput({ at: T0 + i }))).run.id);
+    // The children start claiming at the same wall-clock moment, so their claims overlap.
+    const script = join(backend.path, "..", "claimer.mjs");
+    writeFileSync(
+      script,
+      `import { SqliteBackend } from ${JSON.stringify(new URL("./sqlite-backend.ts", import.meta.url).href)};
+const [path, workerId, startAt] = process.argv.slice(2);
+const backend = new SqliteBackend({ path });
+await backend.init();
+while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
+const got = [];
+for (;;) {
+  const run = await backend.claimRun({ workerId, now: ${T0 + 1_000}, leaseMs: ${LEASE_MS} });
+  if (!run) break;
+  if (run.leaseOwner !== workerId || run.epoch !== 1) throw new Error("bad claim " + JSON.stringify(run));
+  got.push(run.id);
+  // A worker does other work between claims; without a pause the busy handler's backoff lets
+  // one process take every run and nothing would overlap.
+  await new Promise((r) => setTimeout(r, 1));
+}
+await backend.close();
+process.stdout.write(JSON.stringify(got));
+`,
+    );
+    const startAt = Date.now() + 2_000;
+    const children = ["p1", "p2", "p3"].map(
+      (workerId) =>
+        new Promise<string[]>((done, fail) => {
+          execFile(
+            process.execPath,
+            ["--import", "tsx", script, backend.path, workerId, String(startAt)],
+            { cwd: process.cwd() },
+            (error, stdout, stderr) => (error ? fail(new Error(`${workerId}: ${stderr}`)) : done(JSON.parse(stdout))),
+          );
+        }),
+    );
+    const results = await Promise.all(children);
+    const all = results.flat();
+    expect(results.filter((got) => got.length > 0).length).toBeGreaterThanOrEqual(2);
+    expect(all).toHaveLength(150);
+    expect(new Set(all)).toEqual(ids);
+    const stored = await backend.listRuns({ limit: 200 });
+    for (const [i, got] of results.entries()) {
+      for (const id of got) expect(stored.find((r) => r.id === id)?.leaseOwner).toBe(`p${i + 1}`);
+    }
+  });
+
+  it("fsyncs every durable write in machine mode and switches to NORMAL only for sync: false steps", async () => {
+    const backend = await open();
+    expect(backend.durability).toBe("machine");
+    expect(backend.synchronous).toBe("FULL");
+    const { run } = await backend.createRun(runInput());
+    const claimed = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    expect(backend.synchronous).toBe("FULL");
+    await backend.saveStep(startedStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: false });
+    expect(backend.synchronous).toBe("NORMAL");
+    await backend.saveStep(fullStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: true });
+    expect(backend.synchronous).toBe("FULL");
+    await backend.saveStep(startedStep(run.id, 2, claimed.epoch), { epoch: claimed.epoch, sync: false });
+    await backend.transition(move(claimed, "PENDING", "RUNNING"));
+    expect(backend.synchronous).toBe("FULL");
+  });
+
+  it("never fsyncs on commit in process mode", async () => {
+    const backend = await open({ durability: "process" });
+    expect(backend.synchronous).toBe("NORMAL");
+    const { run } = await backend.createRun(runInput());
+    const claimed = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    await backend.saveStep(fullStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: true });
+    expect(backend.synchronous).toBe("NORMAL");
+  });
+
+  it("uses WAL, foreign keys and records schema version 1", async () => {
+    const backend = await open();
+    const raw = new Database(backend.path, { readonly: true });
+    try {
+      expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
+      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("1");
+    } finally {
+      raw.close();
+    }
+  });
+
+  it("creates the parent directory when it is missing", async () => {
+    const path = join(tmpRoot, randomUUID(), "deeper", "still", "cairn.db");
+    const backend = await open({ path });
+    expect((await backend.createRun(runInput())).created).toBe(true);
+  });
+
+  it("refuses a file written by a newer schema, naming the file and the fix", async () => {
+    const first = await open();
+    await first.close();
+    const raw = new Database(first.path);
+    raw.prepare("UPDATE cairn_meta SET value = '2' WHERE key = 'schema_version'").run();
+    raw.close();
+    const error = await new SqliteBackend({ path: first.path }).init().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect((error as Error).message).toContain(first.path);
+    expect((error as Error).message).toMatch(/schema version 2.*upgrade Cairn/);
+  });
+
+  it("wraps an unusable path in a StorageError that names it", async () => {
+    const dir = join(tmpRoot, randomUUID());
+    const blocker = join(dir, "not-a-dir");
+    await open({ path: join(dir, "ok.db") });
+    writeFileSync(blocker, "");
+    const path = join(blocker, "cairn.db");
+    const error = await new SqliteBackend({ path }).init().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect((error as StorageError).code).toBe("STORAGE");
+    expect((error as Error).message).toContain(path);
+    expect((error as Error).message).toMatch(/not a directory|choose another path/);
+  });
+
+  it("turns a lock held past the busy timeout into a StorageError with the fix", async () => {
+    const backend = await open({ busyTimeoutMs: 50 });
+    const holder = new Database(backend.path);
+    holder.exec("BEGIN IMMEDIATE");
+    try {
+      const error = await backend.createRun(runInput()).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(StorageError);
+      expect((error as Error).message).toContain(backend.path);
+      expect((error as Error).message).toMatch(/SQLITE_BUSY.*busyTimeoutMs/);
+      expect((error as StorageError).retryable).toBe(true);
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+    }
+    expect((await backend.createRun(runInput())).created).toBe(true);
+  });
+
+  it("refuses calls before init and after close", async () => {
+    const backend = new SqliteBackend({ path: ":memory:" });
+    await expect(backend.getRun("x")).rejects.toThrow(/call init\(\) first/);
+    await backend.init();
+    await backend.init();
+    expect(await backend.getRun("x")).toBeUndefined();
+    await backend.close();
+    await backend.close();
+    await expect(backend.listRuns()).rejects.toBeInstanceOf(StorageError);
+  });
+});

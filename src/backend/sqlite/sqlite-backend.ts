@@ -1,0 +1,255 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { LeaseLostError, StorageError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
+import type {
+  ClaimRequest,
+  CreateRunInput,
+  RenewRequest,
+  RunFilter,
+  RuntimeBackend,
+  TransitionRequest,
+} from "../backend.ts";
+import { toStorageError } from "./sqlite-errors.ts";
+import { migrate, type RunRow, rowToRun, rowToStep, rowToTransition, stepParams } from "./sqlite-schema.ts";
+import {
+  type Db,
+  prepareStatements,
+  prepareTransactions,
+  type Statements,
+  type Stmt,
+  type Transactions,
+} from "./sqlite-statements.ts";
+
+/** Options of {@link SqliteBackend}. */
+export interface SqliteBackendOptions {
+  /**
+   * Path of the database file; the file and its parent directory are created when missing.
+   * `":memory:"` gives a private in-memory database that is gone when the backend closes.
+   */
+  path: string;
+  /**
+   * What a committed checkpoint survives. `"machine"`: a power loss or kernel crash, because
+   * every completed step, transition, claim and new run is fsynced (`synchronous=FULL`); start
+   * records, heartbeats and lease renewals ride on cheaper commits that a later fsync covers. `"process"`: a crash of the process only; nothing
+   * is fsynced on commit (`synchronous=NORMAL` throughout), which is several times faster.
+   * @default "machine"
+   */
+  durability?: "process" | "machine";
+  /**
+   * How long a write waits for another connection (another process on the same file) to release
+   * the write lock before it fails with a `StorageError`.
+   * @default 5000
+   */
+  busyTimeoutMs?: number;
+}
+
+/** A value of SQLite's `synchronous` setting. */
+export type SqliteSynchronous = "OFF" | "NORMAL" | "FULL" | "EXTRA";
+
+/**
+ * Stores runs in one SQLite file through better-sqlite3 (WAL mode): embedded, no server. Several
+ * processes may share the file; every write takes the write lock up front (`BEGIN IMMEDIATE`), so
+ * their claims and fences are as exclusive as in one process.
+ *
+ * @example
+ * import { SqliteBackend } from "cairn/sqlite";
+ * const backend = new SqliteBackend({ path: ".cairn/runs.db" });
+ * await backend.init();
+ */
+export class SqliteBackend implements RuntimeBackend {
+  readonly name = "sqlite";
+  /** The database file, as given. */
+  readonly path: string;
+  /** See {@link SqliteBackendOptions.durability}. */
+  readonly durability: "process" | "machine";
+  readonly #busyTimeoutMs: number;
+  #db: Db | undefined;
+  #s: Statements | undefined;
+  #tx: Transactions | undefined;
+  /**
+   * The connection's current `synchronous` level. A write switches it only when it needs the
+   * other level, so a run of heartbeats costs no pragma at all.
+   */
+  #sync: "FULL" | "NORMAL" = "FULL";
+  readonly #listRuns = new Map<string, Stmt<[Record<string, unknown>], RunRow>>();
+
+  constructor(options: SqliteBackendOptions) {
+    this.path = options.path;
+    this.durability = options.durability ?? "machine";
+    this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+  }
+
+  /** Opens the file, sets WAL, the busy timeout and foreign keys, and creates or checks the schema. */
+  async init(): Promise<void> {
+    if (this.#db) return;
+    const memory = this.path === ":memory:" || this.path === "";
+    let db: Db | undefined;
+    try {
+      if (!memory) mkdirSync(dirname(resolve(this.path)), { recursive: true });
+      db = new Database(this.path, { timeout: this.#busyTimeoutMs });
+      if (!memory) {
+        const mode = db.pragma("journal_mode = WAL", { simple: true });
+        if (mode !== "wal") {
+          throw new StorageError(`"${this.path}" cannot use WAL mode (it is in ${String(mode)} mode)`);
+        }
+      }
+      db.pragma("foreign_keys = ON");
+      this.#sync = this.durability === "machine" ? "FULL" : "NORMAL";
+      db.pragma(`synchronous = ${this.#sync}`);
+      migrate(db, this.path);
+      this.#s = prepareStatements(db);
+      this.#db = db;
+      this.#tx = prepareTransactions(db, this.#s, this.path);
+    } catch (error) {
+      db?.close();
+      throw toStorageError(error, this.path, "open");
+    }
+  }
+
+  async close(): Promise<void> {
+    const db = this.#db;
+    this.#db = undefined;
+    this.#s = undefined;
+    this.#tx = undefined;
+    this.#listRuns.clear();
+    if (db?.open) db.close();
+  }
+
+  /**
+   * The connection's `synchronous` setting as SQLite reports it, for diagnostics and tests:
+   * FULL when the last write had to be durable against a machine crash, NORMAL otherwise.
+   */
+  get synchronous(): SqliteSynchronous {
+    const level = this.#open().db.pragma("synchronous", { simple: true });
+    return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level as number] ?? "OFF";
+  }
+
+  async createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }> {
+    const { tx } = this.#open();
+    return this.#write(true, "createRun", () => tx.createRun.immediate(input));
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const { s } = this.#open();
+    return this.#read("getRun", () => {
+      const row = s.getRun.get(runId);
+      return row && rowToRun(row);
+    });
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const { db } = this.#open();
+    return this.#read("listRuns", () => {
+      const params: Record<string, unknown> = { limit: filter.limit ?? 100, offset: filter.offset ?? 0 };
+      const where: string[] = [];
+      if (filter.agent !== undefined) {
+        where.push("agent = @agent");
+        params.agent = filter.agent;
+      }
+      if (filter.workflow !== undefined) {
+        where.push("workflow = @workflow");
+        params.workflow = filter.workflow;
+      }
+      if (filter.state !== undefined) {
+        where.push("state IN (SELECT value FROM json_each(@states))");
+        params.states = JSON.stringify([filter.state].flat());
+      }
+      const sql = `SELECT * FROM runs ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
+        ORDER BY created_at DESC, id DESC LIMIT @limit OFFSET @offset`;
+      let stmt = this.#listRuns.get(sql);
+      if (!stmt) {
+        stmt = db.prepare<[Record<string, unknown>], RunRow>(sql);
+        this.#listRuns.set(sql, stmt);
+      }
+      return stmt.all(params).map(rowToRun);
+    });
+  }
+
+  async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
+    const { tx } = this.#open();
+    return this.#write(true, "claimRun", () => tx.claim.immediate(request));
+  }
+
+  async renewLeases(request: RenewRequest): Promise<string[]> {
+    const { tx } = this.#open();
+    // NORMAL is enough: a renewal lost to a machine crash only matters to the worker that made
+    // it, and that worker died with the machine.
+    return this.#write(false, "renewLeases", () => tx.renew.immediate(request));
+  }
+
+  async listExpiredLeases(now: number, limit: number): Promise<RunRecord[]> {
+    const { s } = this.#open();
+    return this.#read("listExpiredLeases", () => s.listExpired.all(now, limit).map(rowToRun));
+  }
+
+  async listRecoverable(maxRecoveries: number, limit: number): Promise<RunRecord[]> {
+    const { s } = this.#open();
+    return this.#read("listRecoverable", () => s.listRecoverable.all(maxRecoveries, limit).map(rowToRun));
+  }
+
+  async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+    const { tx } = this.#open();
+    return this.#write(true, "transition", () => tx.transition.immediate(request));
+  }
+
+  async listTransitions(runId: string): Promise<TransitionRecord[]> {
+    const { s } = this.#open();
+    return this.#read("listTransitions", () => s.listTransitions.all(runId).map(rowToTransition));
+  }
+
+  async saveStep(step: StepRecord, options: { epoch: number; sync: boolean }): Promise<void> {
+    const { s } = this.#open();
+    this.#write(options.sync, "saveStep", () => {
+      // Fence and upsert are one statement, so one transaction. A refused write changed nothing;
+      // the epoch read afterwards only words the error.
+      if (s.saveStep.run(...stepParams(step, options.epoch)).changes === 1) return;
+      const run = s.getEpoch.get(step.runId);
+      if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
+      throw new LeaseLostError(
+        `run ${step.runId}: step ${step.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+      );
+    });
+  }
+
+  async loadSteps(runId: string): Promise<StepRecord[]> {
+    const { s } = this.#open();
+    return this.#read("loadSteps", () => s.loadSteps.all(runId).map(rowToStep));
+  }
+
+  #open(): { db: Db; s: Statements; tx: Transactions } {
+    if (!this.#db || !this.#s || !this.#tx) {
+      throw new StorageError(`SqliteBackend for "${this.path}" is not open; call init() first (and not after close())`);
+    }
+    return { db: this.#db, s: this.#s, tx: this.#tx };
+  }
+
+  /**
+   * Runs a write at the durability it needs. `synchronous` cannot change inside a transaction,
+   * so it is set before; in WAL mode a FULL commit also makes every NORMAL commit before it
+   * durable, since it fsyncs the log they were appended to.
+   */
+  #write<T>(sync: boolean, operation: string, write: () => T): T {
+    const level = sync && this.durability === "machine" ? "FULL" : "NORMAL";
+    try {
+      if (level !== this.#sync) {
+        // Not a prepared statement: SQLite applies `PRAGMA synchronous = x` when the statement is
+        // compiled, so re-running a prepared one changes nothing. exec compiles it each time (~1 µs).
+        (this.#db as Db).exec(`PRAGMA synchronous = ${level}`);
+        this.#sync = level;
+      }
+      return write();
+    } catch (error) {
+      throw toStorageError(error, this.path, operation);
+    }
+  }
+
+  #read<T>(operation: string, read: () => T): T {
+    try {
+      return read();
+    } catch (error) {
+      throw toStorageError(error, this.path, operation);
+    }
+  }
+}

@@ -1,0 +1,7 @@
+/**
+ * `cairn/testing`: helpers for testing Cairn code and custom backends. Needs Vitest.
+ * @example
+ * import { runBackendConformance } from "cairn/testing";
+ * runBackendConformance("my-backend", () => new MyBackend());
+ */
+export { type BackendConformanceOptions, runBackendConformance } from "./backend/conformance/backend-conformance.ts";
