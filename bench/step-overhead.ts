@@ -5,7 +5,7 @@
  * run: one bare synchronous SQLite commit (WAL, synchronous=FULL), the fsync a durable step
  * cannot avoid.
  *
- *   npm run bench                     # 1,000 steps, 5 rounds
+ *   npm run bench                     # builds dist/, then 1,000 steps, 5 rounds
  *   npm run bench -- --steps 5000 --rounds 3
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -13,8 +13,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
-import { defineAgent, defineTool, InMemoryBackend, Runtime, type RuntimeBackend, silentLogger } from "../src/index.ts";
-import { SqliteBackend } from "../src/sqlite.ts";
+import { defineAgent, defineTool, InMemoryBackend, Runtime, type RuntimeBackend, silentLogger } from "cairn";
+import { SqliteBackend } from "cairn/sqlite";
 import { percentiles, printTable, type Row } from "./report.ts";
 
 const { values } = parseArgs({

@@ -34,6 +34,7 @@ export type {
   TransitionRequest,
 } from "./backend/backend.ts";
 export { InMemoryBackend } from "./backend/memory/memory-backend.ts";
+export { type CairnConfig, defineConfig } from "./cli/config.ts";
 export type {
   BaseContext,
   ChatMessage,

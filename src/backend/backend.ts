@@ -97,6 +97,11 @@ export interface ClaimRequest {
   now: number;
   leaseMs: number;
   runId?: string;
+  /**
+   * Only runs of these agents: a worker claims only what it has the code for, so processes
+   * hosting different agents can share one database. All agents when omitted.
+   */
+  agents?: readonly string[];
 }
 
 /** What `renewLeases` needs. */

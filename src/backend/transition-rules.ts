@@ -75,10 +75,11 @@ export function applyTransition(
   return { run: next, transition };
 }
 
-/** Whether `run` may be claimed at `now` (runnable state, no live lease). */
-export function isClaimable(run: RunRecord, now: number): boolean {
+/** Whether `run` may be claimed at `now` (runnable state, no live lease, one of `agents` when given). */
+export function isClaimable(run: RunRecord, now: number, agents?: readonly string[]): boolean {
   return (
     (run.state === "PENDING" || run.state === "RESUMING") &&
+    (agents === undefined || agents.includes(run.agent)) &&
     (run.leaseOwner === null || run.leaseExpiresAt === null || run.leaseExpiresAt <= now)
   );
 }

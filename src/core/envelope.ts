@@ -1,11 +1,10 @@
-import type { AgentDefinition, ToolDefinition } from "../agent/agent.ts";
+import type { AgentDefinition } from "../agent/agent.ts";
 import type {
   GenerateRequest,
   LlmClient,
   ModelResponse,
   StepIdentity,
   ToolCallOptions,
-  ToolContext,
   WorkflowContext,
 } from "./context.ts";
 import { digestText } from "./digest.ts";
@@ -22,6 +21,7 @@ import type { Json, RunRecord, StepKind, StepRecord } from "./records.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
+import { ToolAttemptContext } from "./tool-context.ts";
 
 /** How an envelope's execution ended. */
 export type EnvelopeOutcome =
@@ -234,53 +234,14 @@ export class WorkflowEnvelope {
       policy: options?.retry ?? tool.retry,
       startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
       heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
-      run: (attempt) => this.#runTool(tool, name, parsed, attempt),
+      run: (attempt) => tool.run(new ToolAttemptContext(this.#run, name, attempt, this.#host), parsed),
     });
   }
 
-  #runTool(tool: ToolDefinition, name: string, args: unknown, attempt: StepExecution): unknown {
-    const run = this.#run;
-    const host = this.#host;
-    const ctx: ToolContext = {
-      runId: run.id,
-      agent: run.agent,
-      workflow: run.workflow,
-      stepId: `${run.id}:${attempt.seq}`,
-      seq: attempt.seq,
-      tool: name,
-      attempt: attempt.attempt,
-      idempotencyKey: `${run.id}:${attempt.seq}`,
-      signal: attempt.signal,
-      heartbeat: (details) => attempt.heartbeat(details),
-      get lastHeartbeat() {
-        return attempt.lastHeartbeat();
-      },
-      domain: async <R>(domain: string, entity: string, params: Record<string, unknown> = {}) =>
-        (await host.readDomain(domain, entity, params, { runId: run.id, signal: attempt.signal })) as R,
-      llm: {
-        generate: async (request) => (await this.#callModel(request, attempt)).text,
-        chat: (request) => this.#callModel(request, attempt),
-      },
-      log: (message, fields) => host.log("info", message, { runId: run.id, tool: name, ...fields }),
-    };
-    return tool.run(ctx, args);
-  }
-
-  /** A model call made inside a tool: part of the tool's step, its usage counted there. */
-  async #callModel(request: GenerateRequest, attempt: StepExecution): Promise<ModelResponse> {
-    const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });
-    attempt.addUsage(response.usage);
-    return response;
-  }
-
   #llmStep(request: GenerateRequest): Promise<ModelResponse> {
-    let model: string;
-    try {
-      model = this.#host.model(request.model).name;
-    } catch (error) {
-      return Promise.reject(error);
-    }
-    return this.#step<ModelResponse>("llm", model, request, {
+    // Named by the model key the code asked for, not by the provider behind it, so swapping the
+    // provider under runs in flight does not make their recorded calls diverge.
+    return this.#step<ModelResponse>("llm", request.model ?? "default", request, {
       policy: this.#host.modelRetry,
       run: async (attempt) => {
         const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });

@@ -15,11 +15,82 @@ export interface StepExecution {
   addUsage(usage: { inputTokens: number; outputTokens: number }): void;
 }
 
+/** Keeps the latest heartbeat details of a step durable, one write in flight at a time. */
+class HeartbeatWriter {
+  readonly step: StepRecord;
+  readonly host: EnvelopeHost;
+  readonly stop: AbortSignal;
+  #pending: Promise<void> = Promise.resolve();
+  #queued = false;
+  constructor(step: StepRecord, host: EnvelopeHost, stop: AbortSignal) {
+    this.step = step;
+    this.host = host;
+    this.stop = stop;
+  }
+
+  queue(): void {
+    if (this.#queued) return;
+    this.#queued = true;
+    this.#pending = this.#pending
+      .then(() => {
+        this.#queued = false;
+        return this.stop.aborted ? undefined : this.host.saveStep(this.step, false);
+      })
+      .catch((error: unknown) => this.host.log("warn", "heartbeat not saved", { error: String(error) }));
+  }
+
+  /** Resolves when no heartbeat write is in flight (so a later write cannot be overtaken). */
+  settled(): Promise<void> {
+    return this.#pending;
+  }
+}
+
+/** One attempt of a step: what the step's function sees through its context. */
+class Attempt implements StepExecution {
+  signal: AbortSignal;
+  /** Re-arms the heartbeat timeout; set by the attempt runner. */
+  beat: () => void = noop;
+  readonly #step: StepRecord;
+  readonly #record: AttemptRecord;
+  readonly #writer: HeartbeatWriter;
+  constructor(step: StepRecord, record: AttemptRecord, writer: HeartbeatWriter, stop: AbortSignal) {
+    this.#step = step;
+    this.#record = record;
+    this.#writer = writer;
+    this.signal = stop;
+  }
+
+  get seq(): number {
+    return this.#step.seq;
+  }
+
+  get attempt(): number {
+    return this.#record.attempt;
+  }
+
+  heartbeat(details?: Json): void {
+    // An attempt that already ended (it timed out but its function goes on) must not overwrite
+    // the details the next attempt is using.
+    if (this.#record.endedAt !== null) return;
+    this.#step.heartbeat = toJson(details ?? null, "heartbeat details") ?? null;
+    this.beat();
+    this.#writer.queue();
+  }
+
+  lastHeartbeat(): Json | undefined {
+    return this.#step.heartbeat;
+  }
+
+  addUsage(usage: { inputTokens: number; outputTokens: number }): void {
+    this.#step.usage = addUsage(this.#step.usage, usage);
+  }
+}
+
 /**
- * Executes a step that has no saved result: records its start (unless a crashed execution
- * already did), runs attempts under the retry policy, and checkpoints the result or the final
- * error with a synchronous commit. Attempts, their errors and the last heartbeat are kept on
- * the step record.
+ * Executes a step that has no saved result: records the start of each attempt (the first one
+ * is the step's start record), runs attempts under the retry policy, and checkpoints the result
+ * or the final error with a synchronous commit. Attempts, their errors and the last heartbeat
+ * are kept on the step record.
  */
 export async function executeStep<R>(options: {
   step: StepRecord;
@@ -40,63 +111,38 @@ export async function executeStep<R>(options: {
       error: { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" },
     };
   }
-  let heartbeatSave: Promise<void> = Promise.resolve();
-  let heartbeatQueued = false;
+  const writer = new HeartbeatWriter(step, host, stop);
   for (;;) {
     if (stop.aborted) throw stop.reason;
     const attemptNo = step.attempts.length + 1;
     if (attemptNo > policy.maximumAttempts) {
       return fail(step, host, new Error(`no attempts left (${policy.maximumAttempts} used)`));
     }
-    const attempt: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
-    step.attempts.push(attempt);
-    // The start record (for a new step) or the attempt's start (for a retry or a resumed step),
-    // so a crash during the attempt shows which attempt it was. A cheap commit: the result's
-    // synchronous commit flushes it.
+    const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
+    step.attempts.push(record);
+    // A cheap commit: the result's synchronous commit flushes it (WAL order).
     await host.saveStep(step, false);
-    const execution: StepExecution = {
-      seq: step.seq,
-      attempt: attemptNo,
-      signal: stop,
-      heartbeat: (details) => {
-        step.heartbeat = toJson(details ?? null, "heartbeat details") ?? null;
-        beat();
-        // Keep the latest details durable for the next attempt, one write in flight at a time.
-        if (!heartbeatQueued) {
-          heartbeatQueued = true;
-          heartbeatSave = heartbeatSave
-            .then(() => {
-              heartbeatQueued = false;
-              return stop.aborted ? undefined : host.saveStep(step, false);
-            })
-            .catch((error: unknown) => host.log("warn", "heartbeat not saved", { error: String(error) }));
-        }
-      },
-      lastHeartbeat: () => step.heartbeat,
-      addUsage: (usage) => {
-        step.usage = addUsage(step.usage, usage);
-      },
-    };
-    let beat: () => void = () => {};
+    const attempt = new Attempt(step, record, writer, stop);
     try {
-      const value = await runAttempt(stop, limits, (signal, arm) => {
-        beat = arm;
-        return options.run({ ...execution, signal });
+      const value = await runAttempt(stop, limits, (signal, beat) => {
+        attempt.signal = signal;
+        attempt.beat = beat;
+        return options.run(attempt);
       });
       if (stop.aborted) throw stop.reason;
       const result = toJson(value, `the result of ${limits.label}`);
-      attempt.endedAt = host.now();
-      await heartbeatSave;
+      record.endedAt = host.now();
+      await writer.settled();
       step.status = "completed";
       step.result = result;
-      step.endedAt = attempt.endedAt;
+      step.endedAt = record.endedAt;
       await host.saveStep(step, true);
       return result as R;
     } catch (error) {
       if (stop.aborted) throw stop.reason;
-      attempt.endedAt = host.now();
-      attempt.error = serializeError(error);
-      await heartbeatSave;
+      record.endedAt = host.now();
+      record.error = serializeError(error);
+      await writer.settled();
       if (!isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
         return fail(step, host, error);
       }
@@ -104,7 +150,7 @@ export async function executeStep<R>(options: {
       host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms`, {
         runId: step.runId,
         seq: step.seq,
-        error: attempt.error.message,
+        error: record.error.message,
       });
       await host.saveStep(step, false);
       await host.sleep(delay, stop);
@@ -128,6 +174,8 @@ async function fail(step: StepRecord, host: EnvelopeHost, error: unknown): Promi
   await host.saveStep(step, true);
   throw final;
 }
+
+function noop(): void {}
 
 /** Adds model usage to a step's running total. */
 export function addUsage(total: Usage | undefined, usage: { inputTokens: number; outputTokens: number }): Usage {

@@ -110,6 +110,7 @@ export class Runtime {
           backend: this.backend,
           logger: this.#logger,
           agent: (name) => this.#agents.get(name),
+          agentNames: [...this.#agents.keys()],
           host: (run) => {
             const models = options.models ?? {};
             const names = Object.keys(models);
@@ -307,7 +308,9 @@ export class Runtime {
         .catch(async (error: unknown) => {
           // A recovery sweep recorded the loss first: go on from what it stored.
           const current = await this.getRun(runId);
-          if (current.state === "INTERRUPTED" && current.epoch > run.epoch) return { run: current, transition: undefined };
+          if (current.state === "INTERRUPTED" && current.epoch > run.epoch) {
+            return { run: current, transition: undefined };
+          }
           throw error;
         });
       if (result.transition) this.#emit(result.transition, result.run);

@@ -35,6 +35,8 @@ export interface WorkerDeps {
   backend: RuntimeBackend;
   logger: Logger;
   agent(name: string): AgentDefinition | undefined;
+  /** The agents this worker can run: it claims runs of these only. */
+  agentNames: readonly string[];
   host(run: RunRecord, envelope: () => WorkflowEnvelope): EnvelopeHost;
   versions(run: RunRecord): Versions;
   onTransition(transition: TransitionRecord, run: RunRecord): void;
@@ -116,6 +118,7 @@ export class Worker {
         workerId: this.id,
         now: Date.now(),
         leaseMs: this.#opts.leaseMs,
+        agents: this.#deps.agentNames,
       });
       if (!run) return;
       this.#drive(run);

@@ -26,6 +26,18 @@ export function describeLeases(use: UseBackend): void {
       expect(await use().listTransitions(run.id)).toHaveLength(1);
     });
 
+    it("claims only runs of the agents the worker names", async () => {
+      const other = await newRun(use(), { agent: "other_agent", at: T0 });
+      const mine = await newRun(use(), { agent: "report_builder", at: T0 + 1 });
+      const request = { workerId: "w1", now: T0 + 5, leaseMs: LEASE_MS, agents: ["report_builder"] };
+      expect((await use().claimRun(request))?.id).toBe(mine.id);
+      expect(await use().claimRun(request)).toBeUndefined();
+      expect(await use().claimRun({ ...request, runId: other.id })).toBeUndefined();
+      expect(await use().claimRun({ ...request, agents: [] })).toBeUndefined();
+      expect((await use().getRun(other.id))?.leaseOwner).toBeNull();
+      expect((await use().claimRun({ ...request, agents: ["x", "other_agent"] }))?.id).toBe(other.id);
+    });
+
     it("returns undefined when nothing is claimable", async () => {
       expect(await use().claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })).toBeUndefined();
     });

@@ -95,7 +95,7 @@ export class InMemoryBackend implements RuntimeBackend {
     // Map order is insertion order: oldest run first, as the contract asks.
     const candidates = request.runId === undefined ? this.#runs.values() : [this.#runs.get(request.runId)];
     for (const run of candidates) {
-      if (run && isClaimable(run, request.now)) {
+      if (run && isClaimable(run, request.now, request.agents)) {
         const next = claimed(run, request.workerId, request.now, request.leaseMs);
         this.#runs.set(run.id, next);
         return { ...next };

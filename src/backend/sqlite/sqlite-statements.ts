@@ -28,7 +28,7 @@ export interface Statements {
   insertRun: Stmt;
   insertTransition: Stmt;
   updateRun: Stmt;
-  claimNext: Stmt<[number], RunRow>;
+  claimNext: Stmt<[number, string | null, string | null], RunRow>;
   setLease: Stmt;
   renewLease: Stmt<[number, string, number, string]>;
   listExpired: Stmt<[number, number], RunRow>;
@@ -73,9 +73,10 @@ export function prepareStatements(db: Db): Statements {
        WHERE id = ?`,
     ),
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
-    claimNext: db.prepare<[number], RunRow>(
+    claimNext: db.prepare<[number, string | null, string | null], RunRow>(
       `SELECT * FROM runs WHERE state IN ('PENDING', 'RESUMING')
          AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= ?)
+         AND (? IS NULL OR agent IN (SELECT value FROM json_each(?)))
        ORDER BY created_at, id LIMIT 1`,
     ),
     setLease: db.prepare(
@@ -164,10 +165,12 @@ export function prepareTransactions(db: Db, s: Statements, file: string): Transa
       return { run, created: true };
     }),
     claim: db.transaction((request: ClaimRequest): RunRecord | undefined => {
-      const row = request.runId === undefined ? s.claimNext.get(request.now) : s.getRun.get(request.runId);
+      const agents = request.agents === undefined ? null : JSON.stringify(request.agents);
+      const row =
+        request.runId === undefined ? s.claimNext.get(request.now, agents, agents) : s.getRun.get(request.runId);
       if (!row) return undefined;
       const run = rowToRun(row);
-      if (!isClaimable(run, request.now)) return undefined;
+      if (!isClaimable(run, request.now, request.agents)) return undefined;
       const next = claimed(run, request.workerId, request.now, request.leaseMs);
       s.setLease.run(next.epoch, next.leaseOwner, next.leaseExpiresAt, next.updatedAt, next.id);
       return next;

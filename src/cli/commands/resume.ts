@@ -1,0 +1,140 @@
+import { setTimeout as sleep } from "node:timers/promises";
+import type { RuntimeBackend } from "../../backend/backend.ts";
+import { IllegalTransitionError, LeaseLostError, RunNotFoundError, RunNotResumableError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord } from "../../core/records.ts";
+import { isTerminal, OWNED_STATES } from "../../core/run-state.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
+import { CliError } from "../cli-error.ts";
+import { cliRuntime } from "../cli-runtime.ts";
+import type { Command } from "../command.ts";
+import { dbPath, openDatabase } from "../database.ts";
+import { dbHint, printOutcome, TransitionPrinter } from "../follow.ts";
+import { clock, displayPath, type Io } from "../format.ts";
+import { loadAgentModule, pickAgent } from "../load-module.ts";
+
+/**
+ * `cairn resume`: continues a run whose process died (or that stopped INTERRUPTED) from its
+ * checkpoints, in this process, and prints its transitions until it ends.
+ *
+ * Two phases on purpose: the resume itself (→ INTERRUPTED when the owner is gone, → RESUMING) is
+ * made by a client runtime with no worker, so no recovery sweep races it; only then does a
+ * runtime with a worker start and claim the RESUMING run.
+ */
+export const resumeCommand: Command = {
+  name: "resume",
+  summary: "resume an interrupted run from its checkpoints and follow it to the end",
+  usage: "cairn resume <runId> [--module <path>] [--db <path>]",
+  details: [
+    "--module   the agent module to run it with (default: the one recorded when the run was started)",
+    "If a live worker still holds the run's lease, waits for the lease to lapse (once) before giving up.",
+    "Exit code 0 when the run COMPLETED, 1 otherwise.",
+  ],
+  positionals: ["runId"],
+  options: { module: { type: "string" } },
+  async run({ positionals: [runId = ""], values }, io) {
+    const db = values.db as string | undefined;
+    const path = dbPath(db);
+    const stored = await readRun(openDatabase(path, { create: false }), runId, db);
+    if (isTerminal(stored.state) && stored.state !== "INTERRUPTED" && stored.error?.code !== "REPLAY_DIVERGENCE") {
+      throw new CliError(
+        `run ${runId} is ${stored.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed; see \`cairn show ${runId}${dbHint(db)}\``,
+      );
+    }
+    const module = await loadAgentModule(moduleOf(stored, values.module as string | undefined));
+    pickAgent(module, stored.agent);
+    io.out(
+      `resuming run ${runId}  ${stored.agent}/${stored.workflow}  (${stored.state})  module ${displayPath(module.file)}`,
+    );
+    const printer = new TransitionPrinter(io);
+    printer.follow(runId, stored.lastTransitionId);
+    const resumedAt = Date.now();
+
+    const client = cliRuntime(module, openDatabase(path, { create: false }), false);
+    client.onTransition(printer.listener);
+    try {
+      await requestResume(client, runId, io);
+    } finally {
+      await client.shutdown();
+    }
+
+    const runtime = cliRuntime(module, openDatabase(path, { create: false }), true);
+    runtime.onTransition(printer.listener);
+    try {
+      await runtime.start({ handleSignals: true });
+      const run = await runtime.waitFor(runId);
+      await printer.catchUp(runtime, runId);
+      printReuse(io, (await runtime.history(runId)).steps, resumedAt);
+      return printOutcome(io, run, db);
+    } finally {
+      await runtime.shutdown();
+    }
+  },
+};
+
+async function readRun(backend: RuntimeBackend, runId: string, db: string | undefined): Promise<RunRecord> {
+  await backend.init();
+  try {
+    const run = await backend.getRun(runId);
+    if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs${dbHint(db)}\``);
+    return run;
+  } finally {
+    await backend.close();
+  }
+}
+
+function moduleOf(run: RunRecord, flag: string | undefined): string {
+  if (flag !== undefined) return flag;
+  const recorded = run.meta.module;
+  if (typeof recorded === "string") return recorded;
+  throw new CliError(
+    `run ${run.id} has no agent module recorded (it was not started by \`cairn run\`); pass --module <path> to the file that exports agent "${run.agent}"`,
+  );
+}
+
+/**
+ * Moves the run to RESUMING. A PENDING or RESUMING run nobody holds needs no resume: the worker
+ * claims it as it is. While a live worker holds the lease, waits once for the lease to lapse.
+ */
+async function requestResume(client: Runtime, runId: string, io: Io): Promise<void> {
+  let waitedFor: number | undefined;
+  for (let raced = 0; ; ) {
+    const run = await client.getRun(runId);
+    const unheld = run.leaseOwner === null || (run.leaseExpiresAt !== null && run.leaseExpiresAt <= Date.now());
+    if ((run.state === "PENDING" || run.state === "RESUMING") && unheld) {
+      io.out(`  run is ${run.state} and no worker holds it: driving it here`);
+      return;
+    }
+    try {
+      await client.resume(runId);
+      return;
+    } catch (error) {
+      if ((error instanceof LeaseLostError || error instanceof IllegalTransitionError) && raced++ < 3) continue;
+      if (!(error instanceof RunNotResumableError)) throw error;
+      const now = await client.getRun(runId);
+      const until = now.leaseExpiresAt;
+      if (!OWNED_STATES.has(now.state) || until === null) throw error;
+      if (waitedFor !== undefined && until > waitedFor) {
+        throw new CliError(
+          `worker ${now.leaseOwner} is alive and renewed its lease on run ${runId}: it is still driving the run (${now.state}); stop that process first, or follow the run with \`cairn show ${runId}\``,
+        );
+      }
+      waitedFor = until;
+      const ms = Math.max(0, until - Date.now()) + 250;
+      io.out(
+        `  worker ${now.leaseOwner} still holds the lease on this ${now.state} run until ${clock(until)}; waiting ${Math.ceil(ms / 1000)}s for it to lapse…`,
+      );
+      await sleep(ms);
+    }
+  }
+}
+
+/** Which steps the resume took from their checkpoints and which it ran. */
+function printReuse(io: Io, steps: StepRecord[], resumedAt: number): void {
+  const shown = steps.filter((s) => s.kind !== "value");
+  const restored = shown.filter((s) => s.status === "completed" && s.endedAt !== null && s.endedAt < resumedAt);
+  const ran = shown.filter((s) => !restored.includes(s));
+  const names = (list: StepRecord[]) => list.map((s) => `${s.name} (#${s.seq})`).join(", ") || "none";
+  io.out();
+  io.out(`restored from checkpoints, not run again: ${names(restored)}`);
+  io.out(`run after the resume:                     ${names(ran)}`);
+}

@@ -1,0 +1,82 @@
+import type { Json } from "../../core/records.ts";
+import { usageError } from "../cli-error.ts";
+import { cliRuntime } from "../cli-runtime.ts";
+import type { Command } from "../command.ts";
+import { dbPath, openDatabase } from "../database.ts";
+import { dbHint, printOutcome, TransitionPrinter } from "../follow.ts";
+import { displayPath } from "../format.ts";
+import { checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
+
+/** `cairn run`: starts a run and prints its transitions as they happen, then its result. */
+export const runCommand: Command = {
+  name: "run",
+  summary: "start a workflow run, print its transitions live, then its result",
+  usage: "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--db <path>]",
+  details: [
+    "<module>   a .ts or .js file (relative to the current directory) that exports agents",
+    "           (defineAgent or @agent) and optionally `runtimeOptions = defineConfig({ domains, models })`",
+    "--input    the workflow input as JSON (default {})",
+    "--key      idempotency key: a second run with the same key returns the first run",
+    "Exit code 0 when the run COMPLETED, 1 otherwise.",
+  ],
+  positionals: ["module", "agent", "workflow"],
+  options: { input: { type: "string" }, key: { type: "string" } },
+  async run({ positionals: [modulePath = "", agentName = "", workflow = ""], values }, io) {
+    const input = parseInput(values.input as string | undefined);
+    const key = values.key as string | undefined;
+    const db = values.db as string | undefined;
+    const module = await loadAgentModule(modulePath);
+    const agent = pickAgent(module, agentName);
+    checkWorkflow(agent, workflow);
+    const path = dbPath(db);
+    const runtime = cliRuntime(module, openDatabase(path, { create: true }), true);
+    const printer = new TransitionPrinter(io);
+    runtime.onTransition(printer.listener);
+    try {
+      await runtime.start({ handleSignals: true });
+      const handle = await runtime.run(agent, workflow, input, {
+        ...(key !== undefined && { key }),
+        meta: { module: module.file },
+      });
+      io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${displayPath(path)}`);
+      if (!handle.created) io.out(`  a run with key "${key}" already exists: following it`);
+      // start({ handleSignals: true }) shuts the runtime down on SIGINT/SIGTERM and exits with 130;
+      // until then, say what happens to the run and stop asking the closing runtime about it.
+      let stopping = false;
+      const onSignal = (signal: string) => {
+        stopping = true;
+        io.err(
+          `${signal}: stopping; steps in flight get ${SHUTDOWN_GRACE_S}s to finish, then the run is recorded INTERRUPTED (resume it with: cairn resume ${handle.id}${dbHint(db)})`,
+        );
+      };
+      process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
+      printer.follow(handle.id);
+      try {
+        const run = await runtime.waitFor(handle.id);
+        await printer.catchUp(runtime, handle.id);
+        return printOutcome(io, run, db);
+      } catch (error) {
+        if (stopping) return new Promise<number>(() => {});
+        throw error;
+      } finally {
+        process.off("SIGINT", onSignal).off("SIGTERM", onSignal);
+      }
+    } finally {
+      await runtime.shutdown();
+    }
+  },
+};
+
+/** The runtime's default `shutdownGraceMs`, in seconds. */
+const SHUTDOWN_GRACE_S = 10;
+
+function parseInput(text: string | undefined): Json {
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text) as Json;
+  } catch (cause) {
+    throw usageError(
+      `--input is not valid JSON (${(cause as Error).message}); quote it for the shell, e.g. --input '{"quarter":"2026-Q3"}'`,
+    );
+  }
+}

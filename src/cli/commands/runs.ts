@@ -1,0 +1,64 @@
+import { isRunState } from "../../core/run-state.ts";
+import { isDeadLocalOwner } from "../../worker/worker-id.ts";
+import { usageError } from "../cli-error.ts";
+import { cliRuntime } from "../cli-runtime.ts";
+import type { Command } from "../command.ts";
+import { dbPath, openDatabase } from "../database.ts";
+import { age, displayPath, stateLabel, table } from "../format.ts";
+
+/** `cairn runs`: the newest runs, one line each. */
+export const runsCommand: Command = {
+  name: "runs",
+  summary: "list runs, newest first",
+  usage: "cairn runs [--state <state>] [--limit <n>] [--db <path>]",
+  details: [
+    "--state    only runs in this state (e.g. INTERRUPTED, COMPLETED)",
+    "--limit    how many runs to list (default 20)",
+    "A RUNNING run whose worker is gone is marked (worker gone): `cairn resume <id>` continues it.",
+  ],
+  positionals: [],
+  options: { state: { type: "string" }, limit: { type: "string" } },
+  async run({ values }, io) {
+    const stateText = values.state as string | undefined;
+    const state = stateText?.toUpperCase();
+    if (state !== undefined && !isRunState(state)) {
+      throw usageError(
+        `--state "${stateText}" is not a run state (one of PENDING, RUNNING, PAUSED, RESUMING, COMPLETED, FAILED, BLOCKED, INTERRUPTED, CANCELLED, …)`,
+      );
+    }
+    const limit = parseLimit(values.limit as string | undefined);
+    const path = dbPath(values.db as string | undefined);
+    const runtime = cliRuntime(undefined, openDatabase(path, { create: false }), false);
+    try {
+      const runs = await runtime.listRuns({ ...(state !== undefined && { state }), limit });
+      if (runs.length === 0) {
+        io.out(`no runs${state ? ` in state ${state}` : ""} in ${displayPath(path)}`);
+        return 0;
+      }
+      const now = Date.now();
+      const rows = runs.map((run) => {
+        const lost =
+          run.leaseOwner !== null &&
+          (run.leaseExpiresAt === null || run.leaseExpiresAt <= now || isDeadLocalOwner(run.leaseOwner));
+        return [
+          run.id,
+          `${run.agent}/${run.workflow}`,
+          `${stateLabel(run)}${lost ? " (worker gone)" : ""}`,
+          age(run.createdAt, now),
+          age(run.updatedAt, now),
+        ];
+      });
+      for (const line of table(["ID", "AGENT/WORKFLOW", "STATE", "CREATED", "UPDATED"], rows, "")) io.out(line);
+      return 0;
+    } finally {
+      await runtime.shutdown();
+    }
+  },
+};
+
+function parseLimit(text: string | undefined): number {
+  if (text === undefined) return 20;
+  const n = Number(text);
+  if (!Number.isInteger(n) || n < 1) throw usageError(`--limit must be a whole number above 0 (got "${text}")`);
+  return n;
+}

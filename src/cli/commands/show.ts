@@ -1,0 +1,144 @@
+import type { SerializedError } from "../../core/errors.ts";
+import type { Json, RunRecord, StepRecord } from "../../core/records.ts";
+import { isTerminal } from "../../core/run-state.ts";
+import { cliRuntime } from "../cli-runtime.ts";
+import type { Command } from "../command.ts";
+import { dbPath, openDatabase } from "../database.ts";
+import {
+  actorLabel,
+  age,
+  clock,
+  dateTime,
+  type Io,
+  json,
+  stateLabel,
+  statePair,
+  table,
+  tableBlocks,
+  WIDTH,
+  wrap,
+} from "../format.ts";
+
+/** `cairn show`: one run with its transitions and steps. */
+export const showCommand: Command = {
+  name: "show",
+  summary: "show a run: its fields, transitions and steps",
+  usage: "cairn show <runId> [--db <path>]",
+  details: [
+    "Steps: the attempts column counts every attempt, the started and ms columns describe the last one;",
+    "earlier attempts that failed or were cut short by a crash are listed under their step.",
+  ],
+  positionals: ["runId"],
+  options: {},
+  async run({ positionals: [runId = ""], values }, io) {
+    const runtime = cliRuntime(
+      undefined,
+      openDatabase(dbPath(values.db as string | undefined), { create: false }),
+      false,
+    );
+    try {
+      const { run, transitions, steps } = await runtime.history(runId);
+      printRun(io, run);
+      io.out();
+      io.out(`transitions (${transitions.length})`);
+      const transitionRows = transitions.map((t) => [
+        String(t.id),
+        clock(t.at),
+        actorLabel(t.actor),
+        statePair(t.from, t.pausedReason ? `${t.to} (${t.pausedReason})` : t.to),
+        t.reason,
+      ]);
+      for (const line of table(["#", "TIME", "ACTOR", "FROM → TO", "REASON"], transitionRows)) io.out(line);
+      io.out();
+      io.out(`steps (${steps.length})`);
+      if (steps.length === 0) io.out(isTerminal(run.state) ? "  none" : "  none yet");
+      else printSteps(io, steps);
+      return 0;
+    } finally {
+      await runtime.shutdown();
+    }
+  },
+};
+
+function printRun(io: Io, run: RunRecord): void {
+  const now = Date.now();
+  io.out(`run ${run.id}  ${run.agent}/${run.workflow}`);
+  // Long lines (a long string in the output, say) wrap under themselves, indented two more.
+  const field = (name: string, value: string) => {
+    const lines = value.split("\n").flatMap((line) => {
+      const indent = /^ */.exec(line)?.[0] ?? "";
+      const [head = "", ...tail] = wrap(line.slice(indent.length), WIDTH - 12 - indent.length - 2);
+      return [`${indent}${head}`, ...tail.map((t) => `${indent}  ${t}`)];
+    });
+    for (const [i, line] of lines.entries()) io.out(`  ${(i === 0 ? name : "").padEnd(9)} ${line}`);
+  };
+  field("state", stateLabel(run));
+  field("key", run.key ?? "—");
+  field("epoch", String(run.epoch));
+  field("lease", leaseLabel(run, now));
+  field("created", `${dateTime(run.createdAt)} (${age(run.createdAt, now)})`);
+  field("updated", `${dateTime(run.updatedAt)} (${age(run.updatedAt, now)})`);
+  field("versions", `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}`);
+  const module = run.meta.module;
+  if (typeof module === "string") field("module", module);
+  field("input", compact(run.input));
+  if (run.output !== undefined) field("output", compact(run.output));
+  if (run.error) field("error", errorLabel(run.error));
+}
+
+/** One line when it fits, else indented JSON. */
+function compact(value: Json | undefined): string {
+  const line = JSON.stringify(value ?? null);
+  return line.length <= WIDTH - 12 ? line : json(value);
+}
+
+function leaseLabel(run: RunRecord, now: number): string {
+  if (run.leaseOwner === null) return "— (no worker holds the run)";
+  const until = run.leaseExpiresAt;
+  if (until === null) return `held by worker ${run.leaseOwner}`;
+  const left = Math.round((until - now) / 1000);
+  return `held by worker ${run.leaseOwner} until ${clock(until)} (${left > 0 ? `${left}s left` : `lapsed ${-left}s ago`})`;
+}
+
+function errorLabel(error: SerializedError): string {
+  return `${error.code ? `[${error.code}] ` : `${error.name}: `}${error.message}`;
+}
+
+function printSteps(io: Io, steps: StepRecord[]): void {
+  const rows: string[][] = [];
+  const notes = new Map<number, string[]>();
+  for (const step of steps) {
+    const last = step.attempts.at(-1);
+    const lastStart = last?.startedAt ?? step.startedAt;
+    const lastEnd = last ? last.endedAt : step.endedAt;
+    const usage = step.usage ? `${step.usage.inputTokens} in, ${step.usage.outputTokens} out` : "";
+    rows.push([
+      String(step.seq),
+      step.kind,
+      step.name,
+      step.status,
+      String(step.attempts.length),
+      clock(lastStart),
+      lastEnd === null ? "—" : String(lastEnd - lastStart),
+      usage,
+    ]);
+    const lines: string[] = [];
+    for (const attempt of step.attempts.slice(0, -1)) {
+      if (attempt.error)
+        lines.push(`attempt ${attempt.attempt} (${clock(attempt.startedAt)}): ${errorLabel(attempt.error)}`);
+    }
+    if (step.error) lines.push(`error: ${errorLabel(step.error)}`);
+    if (lines.length) notes.set(rows.length - 1, lines);
+  }
+  const [header = [], ...blocks] = tableBlocks(
+    ["SEQ", "KIND", "NAME", "STATUS", "ATTEMPTS", "STARTED", "MS", "TOKENS"],
+    rows,
+  );
+  for (const line of header) io.out(line);
+  blocks.forEach((block, i) => {
+    for (const line of block) io.out(line);
+    for (const note of notes.get(i) ?? []) {
+      for (const [j, part] of wrap(note, WIDTH - 9).entries()) io.out(`${j === 0 ? "       ↳ " : "         "}${part}`);
+    }
+  });
+}

@@ -1,0 +1,31 @@
+import type { RuntimeOptions } from "../runtime/runtime.ts";
+
+/**
+ * What an agent module gives the `cairn` CLI besides its agents: the domain providers and models
+ * its workflows call. Export it as `runtimeOptions` (or as the default export); the agents are
+ * the module's named exports made with `defineAgent` or `@agent`.
+ */
+export interface CairnConfig {
+  /** Domain providers `ctx.domain(domain, …)` reads from, by domain name. @default {} */
+  domains?: NonNullable<RuntimeOptions["domains"]>;
+  /** Models `ctx.llm` calls, by name; `default` is used when a call names none. @default {} */
+  models?: NonNullable<RuntimeOptions["models"]>;
+  /** Retry policy of `ctx.domain` steps. @default the tool defaults */
+  domainRetry?: NonNullable<RuntimeOptions["domainRetry"]>;
+  /** Retry policy of `ctx.llm` steps. @default the tool defaults */
+  modelRetry?: NonNullable<RuntimeOptions["modelRetry"]>;
+}
+
+/**
+ * Types the runtime options of an agent module for `cairn run` and `cairn resume`. It returns
+ * its argument unchanged; the point is the type check.
+ *
+ * @example
+ * export const runtimeOptions = defineConfig({
+ *   domains: { finance: { quarterly: async ({ quarter }) => loadFigures(quarter) } },
+ *   models: { default: new ScriptedModel() },
+ * });
+ */
+export function defineConfig(config: CairnConfig): CairnConfig {
+  return config;
+}

@@ -1,0 +1,69 @@
+import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { type Io, json, transitionLine } from "./format.ts";
+
+/**
+ * Prints the transitions of one run as the runtime makes them. Transitions that arrive before
+ * the run id is known (the first one is made inside `runtime.run`) are held back until
+ * {@link follow} names the run; `catchUp` prints any made by other processes.
+ */
+export class TransitionPrinter {
+  readonly #io: Io;
+  #runId: string | undefined;
+  #held: TransitionRecord[] = [];
+  readonly #printed = new Set<number>();
+
+  constructor(io: Io) {
+    this.#io = io;
+  }
+
+  /** Pass to `runtime.onTransition`. */
+  readonly listener = (transition: TransitionRecord): void => {
+    if (this.#runId === undefined) this.#held.push(transition);
+    else if (transition.runId === this.#runId) this.#print(transition);
+  };
+
+  /** Starts printing the transitions of `runId` (those after `afterId`), held-back ones first. */
+  follow(runId: string, afterId = 0): void {
+    this.#runId = runId;
+    for (let id = 1; id <= afterId; id++) this.#printed.add(id);
+    const held = this.#held;
+    this.#held = [];
+    for (const t of held) this.listener(t);
+  }
+
+  /** Prints the stored transitions of the run that were not printed yet (made by another process). */
+  async catchUp(runtime: Runtime, runId: string): Promise<void> {
+    const { transitions } = await runtime.history(runId);
+    for (const t of transitions) this.#print(t);
+  }
+
+  #print(t: TransitionRecord): void {
+    if (this.#printed.has(t.id)) return;
+    this.#printed.add(t.id);
+    for (const line of transitionLine(t)) this.#io.out(line);
+  }
+}
+
+/** The `--db` part of a hint, when the user gave one. */
+export function dbHint(db: string | undefined): string {
+  return db === undefined ? "" : ` --db ${db}`;
+}
+
+/**
+ * Prints how a run ended: the output of a COMPLETED run (exit 0), or its state and error on
+ * stderr with what to do next (exit 1).
+ */
+export function printOutcome(io: Io, run: RunRecord, db: string | undefined): number {
+  if (run.state === "COMPLETED") {
+    io.out();
+    io.out("result:");
+    io.out(json(run.output));
+    return 0;
+  }
+  const why = run.error ? `: ${run.error.code ? `[${run.error.code}] ` : ""}${run.error.message}` : "";
+  io.err(`error: run ${run.id} ended ${run.state}${why}`);
+  if (run.state === "INTERRUPTED") io.err(`resume it with: cairn resume ${run.id}${dbHint(db)}`);
+  else io.err(`details: cairn show ${run.id}${dbHint(db)}`);
+  return 1;
+}

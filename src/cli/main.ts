@@ -1,0 +1,120 @@
+import { parseArgs } from "node:util";
+import { CairnError } from "../core/errors.ts";
+import { CliError, usageError } from "./cli-error.ts";
+import type { Command } from "./command.ts";
+import { resumeCommand } from "./commands/resume.ts";
+import { runCommand } from "./commands/run.ts";
+import { runsCommand } from "./commands/runs.ts";
+import { showCommand } from "./commands/show.ts";
+import { DEFAULT_DB } from "./database.ts";
+import { type Io, processIo } from "./format.ts";
+
+/** Every command, in the order `cairn help` lists them. */
+export const COMMANDS: readonly Command[] = [runCommand, runsCommand, showCommand, resumeCommand];
+
+/**
+ * The `cairn` command line. Returns the exit code: 0 on success, 1 on an error (or a run that did
+ * not complete), 2 on a usage error. Never throws.
+ *
+ * @example
+ * process.exitCode = await main(process.argv.slice(2));
+ */
+export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
+  const [name, ...rest] = argv;
+  if (name === undefined || name === "help" || name === "--help" || name === "-h") {
+    const topic = name === "help" ? rest[0] : undefined;
+    const command = COMMANDS.find((c) => c.name === topic);
+    if (topic !== undefined && !command) return fail(io, usageError(`unknown command "${topic}"`));
+    for (const line of command ? commandHelp(command) : usage()) io.out(line);
+    return 0;
+  }
+  const command = COMMANDS.find((c) => c.name === name);
+  try {
+    if (!command) {
+      throw usageError(`unknown command "${name}" (commands: ${COMMANDS.map((c) => c.name).join(", ")}, help)`);
+    }
+    const parsed = parse(command, rest);
+    if (parsed.values.help) {
+      for (const line of commandHelp(command)) io.out(line);
+      return 0;
+    }
+    return await command.run(parsed, io);
+  } catch (error) {
+    return fail(io, error, command);
+  }
+}
+
+function parse(
+  command: Command,
+  args: string[],
+): { positionals: string[]; values: Record<string, string | boolean | undefined> } {
+  let parsed: ReturnType<typeof parseArgs>;
+  try {
+    parsed = parseArgs({
+      args,
+      options: { ...command.options, db: { type: "string" }, help: { type: "boolean", short: "h" } },
+      allowPositionals: true,
+      strict: true,
+    });
+  } catch (error) {
+    // parseArgs reports unknown options and missing values as TypeErrors with ERR_PARSE_ARGS_* codes.
+    const code = (error as { code?: string }).code;
+    const option = /'(-[^']*)'/.exec((error as Error).message)?.[1];
+    if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && option) {
+      const known = [...Object.keys(command.options), "db", "help"].map((o) => `--${o}`).join(", ");
+      throw usageError(`unknown option ${option} for \`cairn ${command.name}\` (options: ${known})`);
+    }
+    throw usageError((error as Error).message);
+  }
+  const { positionals, values } = parsed;
+  if (values.help) return { positionals, values: values as Record<string, string | boolean | undefined> };
+  const missing = command.positionals.slice(positionals.length);
+  if (missing.length > 0) throw usageError(`missing ${missing.map((p) => `<${p}>`).join(" ")}`);
+  if (positionals.length > command.positionals.length) {
+    throw usageError(`unexpected argument "${positionals[command.positionals.length]}"`);
+  }
+  return { positionals, values: values as Record<string, string | boolean | undefined> };
+}
+
+function fail(io: Io, error: unknown, command?: Command): number {
+  if (error instanceof CliError) {
+    io.err(`error: ${error.message}`);
+    if (error.exitCode === 2) io.err(command ? `usage: ${command.usage}` : "run `cairn help` for the commands");
+    return error.exitCode;
+  }
+  if (error instanceof CairnError) {
+    io.err(`error: ${error.message}`);
+    return 1;
+  }
+  // Not ours to explain: keep the stack, it is the only lead.
+  io.err(`error: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}`);
+  return 1;
+}
+
+function usage(): string[] {
+  const width = Math.max(...COMMANDS.map((c) => c.name.length));
+  return [
+    "cairn: durable execution for AI agents",
+    "",
+    "usage:",
+    ...COMMANDS.map((c) => `  ${c.usage}`),
+    "",
+    "commands:",
+    ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
+    `  ${"help".padEnd(width)}  this text; \`cairn help <command>\` for one command`,
+    "",
+    `Runs are kept in SQLite at --db <path>, else $CAIRN_DB, else ${DEFAULT_DB}.`,
+    "example:",
+    `  cairn run examples/report-builder.ts report_builder build --input '{"quarter":"2026-Q3"}'`,
+  ];
+}
+
+function commandHelp(command: Command): string[] {
+  return [
+    `usage: ${command.usage}`,
+    "",
+    command.summary,
+    ...command.details.map((d) => `  ${d}`),
+    `  --db       SQLite database (default: $CAIRN_DB, else ${DEFAULT_DB})`,
+  ];
+}

@@ -1,0 +1,167 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { setTimeout as sleep } from "node:timers/promises";
+import { fileURLToPath } from "node:url";
+import { afterAll, describe, expect, it } from "vitest";
+import { SqliteBackend } from "../src/sqlite.ts";
+
+/** The `cairn` bin, run as a user runs it: a real process, a real SQLite file. */
+const root = fileURLToPath(new URL("..", import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), "cairn-cli-"));
+const db = join(dir, "cli.db");
+const example = "examples/report-builder.ts";
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ["bin/cairn.js", ...args], {
+    cwd: root,
+    env: { ...process.env, CAIRN_DB: "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+function cairn(args: string[], env: Record<string, string> = {}): Promise<Result> {
+  const child = start(args, env);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+function runIdOf(stdout: string): string {
+  const id = /^run (run_\w+)/m.exec(stdout)?.[1];
+  if (!id) throw new Error(`no run id in:\n${stdout}`);
+  return id;
+}
+
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("cairn CLI", () => {
+  let runId = "";
+
+  it("runs the example agent, printing its transitions live and its result", async () => {
+    const r = await cairn(["run", example, "report_builder", "build", "--input", '{"quarter":"2026-Q3"}', "--db", db]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    runId = runIdOf(r.stdout);
+    const lines = r.stdout.split("\n");
+    const pending = lines.findIndex((l) => /#1\s+· → PENDING/.test(l));
+    const running = lines.findIndex((l) => /#2\s+PENDING → RUNNING\s+worker /.test(l));
+    const completed = lines.findIndex((l) => /#3\s+RUNNING → COMPLETED/.test(l));
+    expect(pending).toBeGreaterThan(0);
+    expect(running).toBeGreaterThan(pending);
+    expect(completed).toBeGreaterThan(running);
+    expect(r.stdout).toContain('"summary": "2026-Q3: revenue EUR 83.9M (+2.1% on 2026-Q2)');
+  });
+
+  it("lists the run with `runs`", async () => {
+    const r = await cairn(["runs", "--db", db]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(new RegExp(`${runId}\\s+report_builder/build\\s+COMPLETED`));
+  });
+
+  it("shows the run's transitions and steps with `show`", async () => {
+    const r = await cairn(["show", runId, "--db", db]);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("transitions (3)");
+    expect(r.stdout).toMatch(/3\s+\S+\s+worker \S+\s+RUNNING → COMPLETED\s+workflow returned/);
+    expect(r.stdout).toContain("steps (2)");
+    expect(r.stdout).toMatch(/1\s+tool\s+fetch_data\s+completed\s+1\s/);
+    expect(r.stdout).toMatch(/2\s+tool\s+summarize\s+completed\s+1\s/);
+  });
+
+  it("runs the decorator-style agent too (CAIRN_DB instead of --db)", async () => {
+    const r = await cairn(
+      [
+        "run",
+        "examples/report-builder-decorators.ts",
+        "report_builder_classic",
+        "build",
+        "--input",
+        '{"quarter":"2026-Q3"}',
+      ],
+      { CAIRN_DB: db },
+    );
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/report_builder_classic\/build/);
+    expect(r.stdout).toContain("RUNNING → COMPLETED");
+    expect(r.stdout).toContain('"summary": "2026-Q3: revenue EUR 83.9M');
+  });
+
+  it("exits 1 with the run's error when the run fails", async () => {
+    const r = await cairn(["run", example, "report_builder", "build", "--db", db]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toContain("RUNNING → FAILED");
+    expect(r.stderr).toMatch(/^error: run run_\w+ ended FAILED: \[INVALID_INPUT\] invalid input for tool "fetch_data"/);
+  });
+
+  it("rejects --input that is not JSON, naming --input", async () => {
+    const r = await cairn(["run", example, "report_builder", "build", "--input", "{quarter:", "--db", db]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: --input is not valid JSON/);
+    expect(r.stdout).toBe("");
+  });
+
+  it("lists the known workflows for an unknown one", async () => {
+    const r = await cairn(["run", example, "report_builder", "bild", "--db", db]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain('error: unknown workflow "bild" in agent "report_builder" (known: build)');
+  });
+
+  it("resumes a run killed halfway without running its finished step again", async () => {
+    const child = start(["run", example, "report_builder", "build", "--input", '{"quarter":"2026-Q4"}', "--db", db], {
+      CAIRN_DEMO_STEP_DELAY_MS: "1500",
+    });
+    let out = "";
+    child.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    const exited = new Promise((resolve) => child.on("close", resolve));
+    const backend = new SqliteBackend({ path: db });
+    await backend.init();
+    let id: string | undefined;
+    try {
+      // Kill it as soon as the first tool's result is checkpointed (the second one needs 1.5 s).
+      for (let i = 0; i < 200; i++) {
+        id ??= /^run (run_\w+)/m.exec(out)?.[1];
+        const steps = id ? await backend.loadSteps(id) : [];
+        if (steps[0]?.status === "completed") break;
+        await sleep(25);
+      }
+    } finally {
+      await backend.close();
+    }
+    child.kill("SIGKILL");
+    await exited;
+    expect(id).toBeDefined();
+
+    const r = await cairn(["resume", id ?? "", "--db", db]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/RUNNING → INTERRUPTED\s+user local\s+worker \S+ was lost/);
+    expect(r.stdout).toContain("INTERRUPTED → RESUMING");
+    expect(r.stdout).toMatch(/RESUMING → RUNNING[\s\S]*RUNNING → COMPLETED/);
+    expect(r.stdout).toContain("restored from checkpoints, not run again: fetch_data (#1)");
+    expect(r.stdout).toContain("2026-Q4: revenue");
+
+    const shown = await cairn(["show", id ?? "", "--db", db]);
+    expect(shown.stdout).toMatch(/1\s+tool\s+fetch_data\s+completed\s+1\s/);
+    expect(shown.stdout).toMatch(/2\s+tool\s+summarize\s+completed\s+2\s/);
+    expect(shown.stdout).toContain("AttemptInterrupted");
+  });
+});
