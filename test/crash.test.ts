@@ -10,8 +10,8 @@ import { expectedOutput, TOOL_COUNT } from "./crash/crash-agent.ts";
  * The crash test of DESIGN §4: a child process runs the 10-tool workflow on SQLite and is
  * killed with SIGKILL at every step boundary (before the start record, between start and
  * result, after the result): 30 kill points. Each time a fresh process resumes the run, and
- * the test checks the output, the tool executions (counted in files outside the database) and
- * the transition log.
+ * the test checks the output, the tool executions (counted in files outside the database), the
+ * attempts recorded on each step and the transition log.
  */
 
 const CHILD = join(import.meta.dirname, "crash", "crash-child.ts");
@@ -74,20 +74,25 @@ describe.concurrent("SIGKILL at every step boundary, resumed by a fresh process"
     expect(result.state).toBe("COMPLETED");
     expect(result.output).toEqual(expectedOutput("s"));
 
+    // A completed result is committed with the run's next write (group commit): the start record
+    // of the next tool. So at "before-start" of tool N the unsaved result is tool N-1's, and
+    // after "after-result" of tool N, tool N+1's start is already committed (it had not run).
+    const ranUnsaved = point === "before-start" ? seq - 1 : point === "before-result" ? seq : 0;
+    const startedNotEnded = point === "after-result" ? seq + 1 : ranUnsaved;
+    const savedUpTo = point === "after-result" ? seq : ranUnsaved > 0 ? ranUnsaved - 1 : seq - 1;
     const after = counts(dir);
     for (let i = 1; i <= TOOL_COUNT; i++) {
       const n = after[i - 1];
-      const saved = i < seq || (i === seq && point === "after-result");
-      if (saved) {
+      if (i <= savedUpTo) {
         // A tool whose result was committed never runs again.
+        expect(before[i - 1], `tool t${i} ran before the kill`).toBe(1);
         expect(n, `tool t${i} had a saved result`).toBe(1);
-        expect(before[i - 1]).toBe(1);
-      } else if (i === seq && point === "before-result") {
-        // The tool in flight ran, then runs at most once more.
+      } else if (i === ranUnsaved) {
+        // The tool in flight (run, result not committed) runs at most once more.
         expect(before[i - 1], `tool t${i} ran before the kill`).toBe(1);
         expect(n, `tool t${i} was in flight`).toBe(2);
       } else {
-        expect(before[i - 1], `tool t${i} had not started`).toBe(0);
+        expect(before[i - 1], `tool t${i} had not run`).toBe(0);
         expect(n, `tool t${i} ran after the resume`).toBe(1);
       }
     }
@@ -112,11 +117,12 @@ describe.concurrent("SIGKILL at every step boundary, resumed by a fresh process"
       expect(interrupted?.reason).toContain(transitions[1]?.actor.id);
       const steps = await backend.loadSteps(result.runId);
       expect(steps.map((s) => s.status)).toEqual(Array(TOOL_COUNT).fill("completed"));
-      const inFlight = steps[seq - 1];
-      if (point === "before-result") {
-        expect(inFlight?.attempts.map((a) => a.error?.name ?? "ok")).toEqual(["AttemptInterrupted", "ok"]);
-      } else {
-        expect(inFlight?.attempts).toHaveLength(1);
+      for (const step of steps) {
+        const expected = step.seq === startedNotEnded ? ["AttemptInterrupted", "ok"] : ["ok"];
+        expect(
+          step.attempts.map((a) => a.error?.name ?? "ok"),
+          `attempts of tool t${step.seq}`,
+        ).toEqual(expected);
       }
     } finally {
       await backend.close();

@@ -356,7 +356,7 @@ describe("recovery", () => {
       endedAt: now,
       epoch: claimed.epoch,
     };
-    await backend.saveStep(step, { epoch: claimed.epoch, sync: true });
+    await backend.saveSteps([step], { epoch: claimed.epoch, sync: true });
   }
 
   function recoverable(calls: string[], hold?: Promise<void>, entered?: () => void) {

@@ -57,11 +57,11 @@ export interface RuntimeBackend {
   listTransitions(runId: string): Promise<TransitionRecord[]>;
 
   /**
-   * Inserts or replaces the step (runId, seq), fenced by `epoch`. `sync: false` lets the commit
-   * be cheaper (SQLite synchronous=NORMAL): used for start records and heartbeats, never for a
-   * completed result.
+   * Inserts or replaces the steps (runId, seq) — all of one run — in one transaction, fenced by
+   * `epoch`: a stale epoch stores none of them. `sync: false` lets the commit be cheaper (SQLite
+   * synchronous=NORMAL): used when no completed result is among them.
    */
-  saveStep(step: StepRecord, options: { epoch: number; sync: boolean }): Promise<void>;
+  saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void>;
   /** All steps of a run in seq order. */
   loadSteps(runId: string): Promise<StepRecord[]>;
 }

@@ -5,7 +5,7 @@ import type { RetryPolicy } from "./retry-policy.ts";
 
 /**
  * Everything the envelope needs from outside, injected by the worker: `core/` does no I/O of
- * its own. Storage writes go through `saveStep`, which is fenced by the run's lease epoch.
+ * its own. Storage writes go through `saveSteps`, which is fenced by the run's lease epoch.
  */
 export interface EnvelopeHost {
   /** Wall-clock milliseconds. */
@@ -15,8 +15,8 @@ export interface EnvelopeHost {
   random(): number;
   /** Resolves after `ms`, or rejects with the signal's reason when it fires. */
   sleep(ms: number, signal: AbortSignal): Promise<void>;
-  /** Stores a step (fenced); `sync` asks for a synchronous commit. */
-  saveStep(step: StepRecord, sync: boolean): Promise<void>;
+  /** Stores steps in one transaction (fenced); `sync` asks for a synchronous commit. */
+  saveSteps(steps: readonly StepRecord[], sync: boolean): Promise<void>;
   /** Reads from a registered domain provider; throws `UnknownNameError` for an unknown domain. */
   readDomain(domain: string, entity: string, params: Record<string, unknown>, info: DomainCallInfo): Promise<unknown>;
   /** The named model, or the default; throws `UnknownNameError` when none is registered. */

@@ -17,6 +17,7 @@ import {
   ToolFailedError,
   UnknownNameError,
 } from "./errors.ts";
+import { JournalWriter } from "./journal-writer.ts";
 import type { Json, RunRecord, StepKind, StepRecord } from "./records.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
@@ -46,6 +47,7 @@ export class WorkflowEnvelope {
   readonly #maxRecordedSeq: number;
   readonly #calls: StepIdentity[] = [];
   readonly #stop = new AbortController();
+  readonly #writer: JournalWriter;
   #seq = 0;
   #diverged: ReplayDivergenceError | undefined;
   #finished = false;
@@ -57,6 +59,16 @@ export class WorkflowEnvelope {
     this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
     this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
+    this.#writer = new JournalWriter((steps, sync) => this.#host.saveSteps(steps, sync));
+  }
+
+  /**
+   * Commits the step records still queued (results are committed with the next write, see
+   * `JournalWriter`). The worker calls it before recording INTERRUPTED on shutdown, so finished
+   * tools are not run again.
+   */
+  flushJournal(): Promise<void> {
+    return this.#writer.flush();
   }
 
   /** Fired when the run is stopped; every attempt in flight sees it. */
@@ -104,8 +116,16 @@ export class WorkflowEnvelope {
       }
       return this.#outcome({ output });
     })();
-    const outcome = await Promise.race([finished, stopped]);
+    let outcome = await Promise.race([finished, stopped]);
     this.#finished = true;
+    if (outcome.kind !== "stopped") {
+      // The run's final transition must not overtake the results it reports.
+      try {
+        await this.#writer.flush();
+      } catch (error) {
+        outcome = { kind: "stopped", reason: error };
+      }
+    }
     return outcome;
   }
 
@@ -193,15 +213,10 @@ export class WorkflowEnvelope {
     if (recorded?.status === "completed") return recorded.result as T;
     const value = produce();
     const at = this.#host.now();
-    await this.#host.saveStep(
-      {
-        ...this.#newStep(seq, "value", name, null, at),
-        status: "completed",
-        result: value,
-        endedAt: at,
-      },
-      // Safe without its own fsync: a later synchronous commit flushes it first (WAL order),
-      // and nothing outside the run can see the value before such a commit.
+    // No synchronous commit of its own: nothing outside the run can see the value before a later
+    // synchronous commit, which carries it or follows it (WAL order).
+    this.#writer.later(
+      { ...this.#newStep(seq, "value", name, null, at), status: "completed", result: value, endedAt: at },
       false,
     );
     return value;
@@ -283,6 +298,7 @@ export class WorkflowEnvelope {
     const result = await executeStep<R>({
       step,
       host: this.#host,
+      writer: this.#writer,
       stop: this.#stop.signal,
       policy: resolveRetryPolicy(spec.policy),
       limits: {

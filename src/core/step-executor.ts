@@ -1,6 +1,7 @@
 import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import { ToolFailedError } from "./errors.ts";
+import type { JournalWriter } from "./journal-writer.ts";
 import type { AttemptRecord, Json, StepRecord, Usage } from "./records.ts";
 import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "./retry-policy.ts";
 import { serializeError, toJson } from "./serialize.ts";
@@ -15,36 +16,6 @@ export interface StepExecution {
   addUsage(usage: { inputTokens: number; outputTokens: number }): void;
 }
 
-/** Keeps the latest heartbeat details of a step durable, one write in flight at a time. */
-class HeartbeatWriter {
-  readonly step: StepRecord;
-  readonly host: EnvelopeHost;
-  readonly stop: AbortSignal;
-  #pending: Promise<void> = Promise.resolve();
-  #queued = false;
-  constructor(step: StepRecord, host: EnvelopeHost, stop: AbortSignal) {
-    this.step = step;
-    this.host = host;
-    this.stop = stop;
-  }
-
-  queue(): void {
-    if (this.#queued) return;
-    this.#queued = true;
-    this.#pending = this.#pending
-      .then(() => {
-        this.#queued = false;
-        return this.stop.aborted ? undefined : this.host.saveStep(this.step, false);
-      })
-      .catch((error: unknown) => this.host.log("warn", "heartbeat not saved", { error: String(error) }));
-  }
-
-  /** Resolves when no heartbeat write is in flight (so a later write cannot be overtaken). */
-  settled(): Promise<void> {
-    return this.#pending;
-  }
-}
-
 /** One attempt of a step: what the step's function sees through its context. */
 class Attempt implements StepExecution {
   signal: AbortSignal;
@@ -52,8 +23,8 @@ class Attempt implements StepExecution {
   beat: () => void = noop;
   readonly #step: StepRecord;
   readonly #record: AttemptRecord;
-  readonly #writer: HeartbeatWriter;
-  constructor(step: StepRecord, record: AttemptRecord, writer: HeartbeatWriter, stop: AbortSignal) {
+  readonly #writer: JournalWriter;
+  constructor(step: StepRecord, record: AttemptRecord, writer: JournalWriter, stop: AbortSignal) {
     this.#step = step;
     this.#record = record;
     this.#writer = writer;
@@ -74,7 +45,7 @@ class Attempt implements StepExecution {
     if (this.#record.endedAt !== null) return;
     this.#step.heartbeat = toJson(details ?? null, "heartbeat details") ?? null;
     this.beat();
-    this.#writer.queue();
+    this.#writer.later(this.#step, false);
   }
 
   lastHeartbeat(): Json | undefined {
@@ -87,20 +58,21 @@ class Attempt implements StepExecution {
 }
 
 /**
- * Executes a step that has no saved result: records the start of each attempt (the first one
- * is the step's start record), runs attempts under the retry policy, and checkpoints the result
- * or the final error with a synchronous commit. Attempts, their errors and the last heartbeat
- * are kept on the step record.
+ * Executes a step that has no saved result: commits the start of each attempt before it runs
+ * (the first one is the step's start record), runs attempts under the retry policy, and queues
+ * the result or the final error for a synchronous commit (see {@link JournalWriter}). Attempts,
+ * their errors and the last heartbeat are kept on the step record.
  */
 export async function executeStep<R>(options: {
   step: StepRecord;
   host: EnvelopeHost;
+  writer: JournalWriter;
   stop: AbortSignal;
   policy: ResolvedRetryPolicy;
   limits: AttemptLimits;
   run: (execution: StepExecution) => Promise<R> | R;
 }): Promise<R> {
-  const { step, host, stop, policy, limits } = options;
+  const { step, host, writer, stop, policy, limits } = options;
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
   const dangling = step.attempts.at(-1);
@@ -111,17 +83,15 @@ export async function executeStep<R>(options: {
       error: { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" },
     };
   }
-  const writer = new HeartbeatWriter(step, host, stop);
   for (;;) {
     if (stop.aborted) throw stop.reason;
     const attemptNo = step.attempts.length + 1;
     if (attemptNo > policy.maximumAttempts) {
-      return fail(step, host, new Error(`no attempts left (${policy.maximumAttempts} used)`));
+      return fail(step, host, writer, new Error(`no attempts left (${policy.maximumAttempts} used)`));
     }
     const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(record);
-    // A cheap commit: the result's synchronous commit flushes it (WAL order).
-    await host.saveStep(step, false);
+    await writer.before(step);
     const attempt = new Attempt(step, record, writer, stop);
     try {
       const value = await runAttempt(stop, limits, (signal, beat) => {
@@ -132,19 +102,17 @@ export async function executeStep<R>(options: {
       if (stop.aborted) throw stop.reason;
       const result = toJson(value, `the result of ${limits.label}`);
       record.endedAt = host.now();
-      await writer.settled();
       step.status = "completed";
       step.result = result;
       step.endedAt = record.endedAt;
-      await host.saveStep(step, true);
+      writer.later(step, true);
       return result as R;
     } catch (error) {
       if (stop.aborted) throw stop.reason;
       record.endedAt = host.now();
       record.error = serializeError(error);
-      await writer.settled();
       if (!isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
-        return fail(step, host, error);
+        return fail(step, host, writer, error);
       }
       const delay = retryDelayMs(policy, attemptNo + 1, host.random());
       host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms`, {
@@ -152,13 +120,13 @@ export async function executeStep<R>(options: {
         seq: step.seq,
         error: record.error.message,
       });
-      await host.saveStep(step, false);
+      writer.later(step, false);
       await host.sleep(delay, stop);
     }
   }
 }
 
-async function fail(step: StepRecord, host: EnvelopeHost, error: unknown): Promise<never> {
+function fail(step: StepRecord, host: EnvelopeHost, writer: JournalWriter, error: unknown): never {
   const attempts = step.attempts.length;
   const final =
     step.kind === "tool"
@@ -171,7 +139,7 @@ async function fail(step: StepRecord, host: EnvelopeHost, error: unknown): Promi
   step.status = "failed";
   step.error = serializeError(final);
   step.endedAt = host.now();
-  await host.saveStep(step, true);
+  writer.later(step, true);
   throw final;
 }
 

@@ -38,7 +38,7 @@ export function createEnvelopeHost(options: {
         };
         signal.addEventListener("abort", onAbort, { once: true });
       }),
-    saveStep: (step, sync) => backend.saveStep(step, { epoch, sync }),
+    saveSteps: (steps, sync) => backend.saveSteps(steps, { epoch, sync }),
     readDomain: async (domain, entity, params, info) => {
       const provider = domains[domain];
       if (!provider) {

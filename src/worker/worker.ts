@@ -313,6 +313,8 @@ export class Worker {
     for (const active of [...this.#active.values()]) {
       active.envelope?.stop(new RuntimeClosedError(`worker ${this.id} shut down (${why})`));
       await active.done;
+      // Results of tools that finished are committed, so the next worker does not run them again.
+      await active.envelope?.flushJournal().catch(() => {});
       const run = active.run;
       const current = await this.#deps.backend.getRun(run.id);
       if (!current || current.epoch !== run.epoch || current.state !== "RUNNING") continue;

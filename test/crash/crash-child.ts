@@ -29,12 +29,14 @@ class KillingBackend extends SqliteBackend {
     super({ path });
   }
 
-  override async saveStep(step: StepRecord, options: { epoch: number; sync: boolean }): Promise<void> {
-    const here = step.kind === "tool" && step.seq === this.seq;
-    if (here && this.point === "before-start" && step.status === "started") die();
-    if (here && this.point === "before-result" && step.status === "completed") die();
-    await super.saveStep(step, options);
-    if (here && this.point === "after-result" && step.status === "completed") die();
+  override async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
+    const here = steps.find((s) => s.kind === "tool" && s.seq === this.seq);
+    // The first write of the step is its start record (attempt 1 begun, not ended).
+    const isStart = here?.status === "started" && here.attempts.length === 1 && here.attempts[0]?.endedAt === null;
+    if (isStart && this.point === "before-start") die();
+    if (here?.status === "completed" && this.point === "before-result") die();
+    await super.saveSteps(steps, options);
+    if (here?.status === "completed" && this.point === "after-result") die();
   }
 }
 

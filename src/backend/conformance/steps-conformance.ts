@@ -18,7 +18,7 @@ export function describeSteps(use: UseBackend): void {
     it("round-trips every field of a step", async () => {
       const run = await runningRun(use());
       const step = fullStep(run.id, 1, run.epoch);
-      await use().saveStep(step, { epoch: run.epoch, sync: true });
+      await use().saveSteps([step], { epoch: run.epoch, sync: true });
       expect(await use().loadSteps(run.id)).toStrictEqual([step]);
     });
 
@@ -26,8 +26,8 @@ export function describeSteps(use: UseBackend): void {
       const run = await runningRun(use());
       const started = startedStep(run.id, 1, run.epoch);
       const nulls = { ...startedStep(run.id, 2, run.epoch), args: null, result: null, heartbeat: null };
-      await use().saveStep(started, { epoch: run.epoch, sync: false });
-      await use().saveStep(nulls, { epoch: run.epoch, sync: false });
+      await use().saveSteps([started], { epoch: run.epoch, sync: false });
+      await use().saveSteps([nulls], { epoch: run.epoch, sync: false });
       const [a, b] = await use().loadSteps(run.id);
       expect(a).toStrictEqual(started);
       expect(b).toStrictEqual(nulls);
@@ -37,15 +37,15 @@ export function describeSteps(use: UseBackend): void {
 
     it("stamps the step with the writer's epoch", async () => {
       const run = await runningRun(use());
-      await use().saveStep({ ...fullStep(run.id, 1, 0) }, { epoch: run.epoch, sync: true });
+      await use().saveSteps([{ ...fullStep(run.id, 1, 0) }], { epoch: run.epoch, sync: true });
       expect((await use().loadSteps(run.id))[0]?.epoch).toBe(run.epoch);
     });
 
     it("replaces the step with the same seq", async () => {
       const run = await runningRun(use());
-      await use().saveStep(startedStep(run.id, 1, run.epoch), { epoch: run.epoch, sync: false });
+      await use().saveSteps([startedStep(run.id, 1, run.epoch)], { epoch: run.epoch, sync: false });
       const completed = fullStep(run.id, 1, run.epoch);
-      await use().saveStep(completed, { epoch: run.epoch, sync: true });
+      await use().saveSteps([completed], { epoch: run.epoch, sync: true });
       expect(await use().loadSteps(run.id)).toStrictEqual([completed]);
     });
 
@@ -53,12 +53,12 @@ export function describeSteps(use: UseBackend): void {
       const run = await runningRun(use());
       const other = await runningRun(use());
       for (const seq of [3, 1, 2, 10]) {
-        await use().saveStep(
-          { ...fullStep(run.id, seq, run.epoch), name: `s${seq}` },
-          { epoch: run.epoch, sync: seq % 2 === 0 },
-        );
+        await use().saveSteps([{ ...fullStep(run.id, seq, run.epoch), name: `s${seq}` }], {
+          epoch: run.epoch,
+          sync: seq % 2 === 0,
+        });
       }
-      await use().saveStep(fullStep(other.id, 1, other.epoch), { epoch: other.epoch, sync: true });
+      await use().saveSteps([fullStep(other.id, 1, other.epoch)], { epoch: other.epoch, sync: true });
       const steps = await use().loadSteps(run.id);
       expect(steps.map((s) => [s.seq, s.name, s.runId])).toEqual([
         [1, "s1", run.id],
@@ -74,27 +74,55 @@ export function describeSteps(use: UseBackend): void {
       const run = await newRun(b);
       const first = (await b.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
       const kept = fullStep(run.id, 1, first.epoch);
-      await b.saveStep(kept, { epoch: first.epoch, sync: true });
+      await b.saveSteps([kept], { epoch: first.epoch, sync: true });
       const second = (await b.claimRun({ workerId: "w2", now: T0 + LEASE_MS, leaseMs: LEASE_MS })) as RunRecord;
       expect(second.epoch).toBe(first.epoch + 1);
       for (const sync of [true, false]) {
-        const overwrite = refusal(b.saveStep({ ...kept, status: "failed" }, { epoch: first.epoch, sync }));
+        const overwrite = refusal(b.saveSteps([{ ...kept, status: "failed" }], { epoch: first.epoch, sync }));
         expect(await overwrite).toBeInstanceOf(LeaseLostError);
-        const fresh = refusal(b.saveStep(fullStep(run.id, 2, first.epoch), { epoch: first.epoch, sync }));
+        const fresh = refusal(b.saveSteps([fullStep(run.id, 2, first.epoch)], { epoch: first.epoch, sync }));
         expect(await fresh).toBeInstanceOf(LeaseLostError);
       }
-      const ahead = refusal(b.saveStep(fullStep(run.id, 3, second.epoch + 1), { epoch: second.epoch + 1, sync: true }));
+      const ahead = refusal(
+        b.saveSteps([fullStep(run.id, 3, second.epoch + 1)], { epoch: second.epoch + 1, sync: true }),
+      );
       expect(await ahead).toBeInstanceOf(LeaseLostError);
       expect(await b.loadSteps(run.id)).toStrictEqual([kept]);
-      await b.saveStep(fullStep(run.id, 2, second.epoch), { epoch: second.epoch, sync: true });
+      await b.saveSteps([fullStep(run.id, 2, second.epoch)], { epoch: second.epoch, sync: true });
       expect((await b.loadSteps(run.id)).map((s) => [s.seq, s.epoch])).toEqual([
         [1, first.epoch],
         [2, second.epoch],
       ]);
     });
 
+    it("saves several steps in one call, and a stale epoch stores none of them", async () => {
+      const b = use();
+      const run = await runningRun(b);
+      await b.saveSteps([fullStep(run.id, 1, run.epoch), startedStep(run.id, 2, run.epoch)], {
+        epoch: run.epoch,
+        sync: true,
+      });
+      expect((await b.loadSteps(run.id)).map((s) => [s.seq, s.status])).toEqual([
+        [1, "completed"],
+        [2, "started"],
+      ]);
+      const refused = refusal(
+        b.saveSteps([{ ...fullStep(run.id, 2, run.epoch) }, fullStep(run.id, 3, run.epoch)], {
+          epoch: run.epoch + 1,
+          sync: true,
+        }),
+      );
+      expect(await refused).toBeInstanceOf(LeaseLostError);
+      expect((await b.loadSteps(run.id)).map((s) => [s.seq, s.status])).toEqual([
+        [1, "completed"],
+        [2, "started"],
+      ]);
+      await b.saveSteps([], { epoch: run.epoch, sync: true });
+      expect(await b.loadSteps(run.id)).toHaveLength(2);
+    });
+
     it("refuses a step of an unknown run with LeaseLostError", async () => {
-      const error = await refusal(use().saveStep(fullStep("ghost", 1, 1), { epoch: 1, sync: true }));
+      const error = await refusal(use().saveSteps([fullStep("ghost", 1, 1)], { epoch: 1, sync: true }));
       expect(error).toBeInstanceOf(LeaseLostError);
       expect(await use().loadSteps("ghost")).toEqual([]);
     });

@@ -144,7 +144,7 @@ export function describeTransitions(use: UseBackend): void {
       const before = await snapshot(b, run.id);
       expect(await refusal(b.transition(move(run, "INTERRUPTED", "RESUMING")))).toBeInstanceOf(LeaseLostError);
       expect(
-        await refusal(b.saveStep(fullStep(run.id, 1, run.epoch), { epoch: run.epoch, sync: true })),
+        await refusal(b.saveSteps([fullStep(run.id, 1, run.epoch)], { epoch: run.epoch, sync: true })),
       ).toBeInstanceOf(LeaseLostError);
       expect(await snapshot(b, run.id)).toStrictEqual(before);
       expect(await b.loadSteps(run.id)).toEqual([]);

@@ -144,19 +144,21 @@ export class InMemoryBackend implements RuntimeBackend {
     return [...(this.#transitions.get(runId) ?? [])];
   }
 
-  async saveStep(step: StepRecord, options: { epoch: number; sync: boolean }): Promise<void> {
-    const run = this.#runs.get(step.runId);
-    if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
+  async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
+    const first = steps[0];
+    if (!first) return;
+    const run = this.#runs.get(first.runId);
+    if (!run) throw new LeaseLostError(`run ${first.runId} does not exist; step ${first.seq} not saved`);
     if (run.epoch !== options.epoch) {
       throw new LeaseLostError(
-        `run ${step.runId}: step ${step.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+        `run ${first.runId}: step ${first.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
       );
     }
-    (this.#steps.get(step.runId) as Map<number, StepRecord>).set(step.seq, {
-      ...step,
-      attempts: step.attempts.map((a) => ({ ...a })),
-      epoch: options.epoch,
-    });
+    const stored = this.#steps.get(first.runId) as Map<number, StepRecord>;
+    for (const step of steps) {
+      if (step.runId !== first.runId) throw new InvalidInputError("saveSteps takes the steps of one run");
+      stored.set(step.seq, { ...step, attempts: step.attempts.map((a) => ({ ...a })), epoch: options.epoch });
+    }
   }
 
   async loadSteps(runId: string): Promise<StepRecord[]> {

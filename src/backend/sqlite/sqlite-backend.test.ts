@@ -58,8 +58,8 @@ describe("SqliteBackend", () => {
     const { run } = await first.createRun(runInput({ key: "k" }));
     const claimed = (await first.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
     await first.transition(move(claimed, "PENDING", "RUNNING"));
-    await first.saveStep(fullStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: true });
-    await first.saveStep(startedStep(run.id, 2, claimed.epoch), { epoch: claimed.epoch, sync: false });
+    await first.saveSteps([fullStep(run.id, 1, claimed.epoch)], { epoch: claimed.epoch, sync: true });
+    await first.saveSteps([startedStep(run.id, 2, claimed.epoch)], { epoch: claimed.epoch, sync: false });
     const before = {
       run: await first.getRun(run.id),
       transitions: await first.listTransitions(run.id),
@@ -98,7 +98,9 @@ describe("SqliteBackend", () => {
     // b takes the run after a's lease lapsed; a's writes are fenced off from then on.
     const byBLater = (await b.claimRun({ workerId: "wb", now: T0 + LEASE_MS, leaseMs: LEASE_MS })) as RunRecord;
     expect(byBLater.epoch).toBe(2);
-    await expect(a.saveStep(fullStep(run.id, 1, 1), { epoch: 1, sync: true })).rejects.toBeInstanceOf(LeaseLostError);
+    await expect(a.saveSteps([fullStep(run.id, 1, 1)], { epoch: 1, sync: true })).rejects.toBeInstanceOf(
+      LeaseLostError,
+    );
     await expect(a.transition(move(byA as RunRecord, "PENDING", "RUNNING"))).rejects.toBeInstanceOf(LeaseLostError);
     await b.transition(move(byBLater, "PENDING", "RUNNING"));
     expect((await a.getRun(run.id))?.state).toBe("RUNNING");
@@ -177,11 +179,11 @@ process.stdout.write(JSON.stringify(got));
     const { run } = await backend.createRun(runInput());
     const claimed = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
     expect(backend.synchronous).toBe("FULL");
-    await backend.saveStep(startedStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: false });
+    await backend.saveSteps([startedStep(run.id, 1, claimed.epoch)], { epoch: claimed.epoch, sync: false });
     expect(backend.synchronous).toBe("NORMAL");
-    await backend.saveStep(fullStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: true });
+    await backend.saveSteps([fullStep(run.id, 1, claimed.epoch)], { epoch: claimed.epoch, sync: true });
     expect(backend.synchronous).toBe("FULL");
-    await backend.saveStep(startedStep(run.id, 2, claimed.epoch), { epoch: claimed.epoch, sync: false });
+    await backend.saveSteps([startedStep(run.id, 2, claimed.epoch)], { epoch: claimed.epoch, sync: false });
     await backend.transition(move(claimed, "PENDING", "RUNNING"));
     expect(backend.synchronous).toBe("FULL");
   });
@@ -191,7 +193,7 @@ process.stdout.write(JSON.stringify(got));
     expect(backend.synchronous).toBe("NORMAL");
     const { run } = await backend.createRun(runInput());
     const claimed = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
-    await backend.saveStep(fullStep(run.id, 1, claimed.epoch), { epoch: claimed.epoch, sync: true });
+    await backend.saveSteps([fullStep(run.id, 1, claimed.epoch)], { epoch: claimed.epoch, sync: true });
     expect(backend.synchronous).toBe("NORMAL");
   });
 

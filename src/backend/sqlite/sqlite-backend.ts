@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { LeaseLostError, StorageError } from "../../core/errors.ts";
+import { StorageError } from "../../core/errors.ts";
 import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
 import type {
   ClaimRequest,
@@ -12,13 +12,14 @@ import type {
   TransitionRequest,
 } from "../backend.ts";
 import { toStorageError } from "./sqlite-errors.ts";
-import { migrate, type RunRow, rowToRun, rowToStep, rowToTransition, stepParams } from "./sqlite-schema.ts";
+import { migrate, type RunRow, rowToRun, rowToStep, rowToTransition } from "./sqlite-schema.ts";
 import {
   type Db,
   prepareStatements,
   prepareTransactions,
   type Statements,
   type Stmt,
+  saveStepFenced,
   type Transactions,
 } from "./sqlite-statements.ts";
 
@@ -199,17 +200,14 @@ export class SqliteBackend implements RuntimeBackend {
     return this.#read("listTransitions", () => s.listTransitions.all(runId).map(rowToTransition));
   }
 
-  async saveStep(step: StepRecord, options: { epoch: number; sync: boolean }): Promise<void> {
-    const { s } = this.#open();
-    this.#write(options.sync, "saveStep", () => {
-      // Fence and upsert are one statement, so one transaction. A refused write changed nothing;
-      // the epoch read afterwards only words the error.
-      if (s.saveStep.run(...stepParams(step, options.epoch)).changes === 1) return;
-      const run = s.getEpoch.get(step.runId);
-      if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
-      throw new LeaseLostError(
-        `run ${step.runId}: step ${step.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
-      );
+  async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
+    const { s, tx } = this.#open();
+    if (steps.length === 0) return;
+    this.#write(options.sync, "saveSteps", () => {
+      // One step: fence and upsert are one statement, so one transaction without BEGIN. Several:
+      // one immediate transaction, rolled back whole if the fence refuses any of them.
+      if (steps.length === 1) saveStepFenced(s, steps[0] as StepRecord, options.epoch);
+      else tx.saveSteps.immediate(steps, options.epoch);
     });
   }
 

@@ -1,10 +1,18 @@
 import type Database from "better-sqlite3";
-import { InvalidInputError } from "../../core/errors.ts";
-import type { RunRecord, TransitionRecord } from "../../core/records.ts";
+import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type { ClaimRequest, CreateRunInput, RenewRequest, TransitionRequest } from "../backend.ts";
 import { applyTransition, claimed, isClaimable } from "../transition-rules.ts";
-import { encode, type RunRow, rowToRun, type StepRow, type TransitionRow, transitionParams } from "./sqlite-schema.ts";
+import {
+  encode,
+  type RunRow,
+  rowToRun,
+  type StepRow,
+  stepParams,
+  type TransitionRow,
+  transitionParams,
+} from "./sqlite-schema.ts";
 
 /**
  * The SQL of `SqliteBackend`: every statement is prepared once per connection, and every
@@ -44,6 +52,20 @@ export interface Transactions {
   claim: Database.Transaction<(request: ClaimRequest) => RunRecord | undefined>;
   renew: Database.Transaction<(request: RenewRequest) => string[]>;
   transition: Database.Transaction<(request: TransitionRequest) => { run: RunRecord; transition: TransitionRecord }>;
+  saveSteps: Database.Transaction<(steps: readonly StepRecord[], epoch: number) => void>;
+}
+
+/**
+ * Upserts one step if the run is still at `epoch` (fence and write are one statement); a
+ * refused write changed nothing, and the epoch read afterwards only words the error.
+ */
+export function saveStepFenced(s: Statements, step: StepRecord, epoch: number): void {
+  if (s.saveStep.run(...stepParams(step, epoch)).changes === 1) return;
+  const run = s.getEpoch.get(step.runId);
+  if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
+  throw new LeaseLostError(
+    `run ${step.runId}: step ${step.seq} under lease epoch ${epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+  );
 }
 
 /** Prepares the statements once per connection (in `init`) for reuse by every call. */
@@ -207,6 +229,9 @@ export function prepareTransactions(db: Db, s: Statements, file: string): Transa
       );
       s.insertTransition.run(...transitionParams(result.transition));
       return result;
+    }),
+    saveSteps: db.transaction((steps: readonly StepRecord[], epoch: number) => {
+      for (const step of steps) saveStepFenced(s, step, epoch);
     }),
   };
 }

@@ -1,0 +1,72 @@
+import type { StepRecord } from "./records.ts";
+
+/**
+ * Group commit of one run's step records. A step's function never runs before its start
+ * record is committed; a completed result is handed to the workflow at once and committed with
+ * the next write the run must make anyway — normally the next step's start record — so a
+ * sequential workflow pays one commit per step instead of two. Nothing outside the run can
+ * observe a result before it is durable: the next step runs only after the commit that carries
+ * it, and the run's final transition waits for {@link flush}. A crash before that commit loses
+ * only the result of a tool that then runs once more, exactly as a crash a moment earlier would.
+ *
+ * Writes of the same step before a flush coalesce (the latest state is written).
+ */
+export class JournalWriter {
+  readonly #write: (steps: StepRecord[], sync: boolean) => Promise<void>;
+  readonly #pending = new Map<number, StepRecord>();
+  #sync = false;
+  #flushing: Promise<void> | undefined;
+  #scheduled = false;
+  #error: unknown;
+
+  /** `write` commits the steps in one transaction; `sync` asks for a synchronous commit. */
+  constructor(write: (steps: StepRecord[], sync: boolean) => Promise<void>) {
+    this.#write = write;
+  }
+
+  /**
+   * Writes `step` before something runs that depends on it (a step's function, a retry): resolves
+   * once it and everything queued before it are committed.
+   */
+  before(step: StepRecord): Promise<void> {
+    this.#pending.set(step.seq, step);
+    return this.flush();
+  }
+
+  /**
+   * Queues `step` (a result, a failure, a value, a heartbeat). `sync` marks it as needing a
+   * synchronous commit. It is committed with the next write, or on the next turn of the event
+   * loop if none comes.
+   */
+  later(step: StepRecord, sync: boolean): void {
+    this.#pending.set(step.seq, step);
+    if (sync) this.#sync = true;
+    if (!this.#scheduled) {
+      this.#scheduled = true;
+      setImmediate(() => {
+        this.#scheduled = false;
+        this.flush().catch((error: unknown) => {
+          this.#error ??= error;
+        });
+      });
+    }
+  }
+
+  /** Commits everything queued. Rejects with the write's error (e.g. a lost lease). */
+  async flush(): Promise<void> {
+    // Let steps started in the same turn (Promise.all) join this write.
+    await undefined;
+    if (this.#error !== undefined) throw this.#error;
+    // One write at a time, in order; writes queued meanwhile go in the next one.
+    while (this.#flushing) await this.#flushing;
+    if (this.#pending.size === 0) return;
+    const steps = [...this.#pending.values()];
+    const sync = this.#sync;
+    this.#pending.clear();
+    this.#sync = false;
+    this.#flushing = this.#write(steps, sync).finally(() => {
+      this.#flushing = undefined;
+    });
+    await this.#flushing;
+  }
+}
