@@ -1,7 +1,7 @@
 import { IllegalTransitionError, LeaseLostError, RunNotFoundError } from "../core/errors.ts";
 import type { RunRecord, TransitionRecord } from "../core/records.ts";
 import { assertTransition } from "../core/transitions.ts";
-import type { TransitionRequest } from "./backend.ts";
+import type { CreateRunInput, TransitionRequest } from "./backend.ts";
 
 /**
  * The checks and the arithmetic of a transition, shared by every backend so that they agree
@@ -73,6 +73,42 @@ export function applyTransition(
     versions: request.versions,
   };
   return { run: next, transition };
+}
+
+/** A new run in PENDING and its first transition (id 1, from null), as every backend stores them. */
+export function pendingRun(input: CreateRunInput): { run: RunRecord; transition: TransitionRecord } {
+  const run: RunRecord = {
+    id: input.id,
+    agent: input.agent,
+    workflow: input.workflow,
+    key: input.key,
+    state: "PENDING",
+    pausedReason: null,
+    input: input.input,
+    output: undefined,
+    error: undefined,
+    epoch: 0,
+    leaseOwner: null,
+    leaseExpiresAt: null,
+    recoveries: 0,
+    lastTransitionId: 1,
+    versions: input.versions,
+    meta: input.meta,
+    createdAt: input.at,
+    updatedAt: input.at,
+  };
+  const transition: TransitionRecord = {
+    runId: run.id,
+    id: 1,
+    at: input.at,
+    actor: input.actor,
+    from: null,
+    to: "PENDING",
+    pausedReason: null,
+    reason: input.reason,
+    versions: input.versions,
+  };
+  return { run, transition };
 }
 
 /** Whether `run` may be claimed at `now` (runnable state, no live lease, one of `agents` when given). */

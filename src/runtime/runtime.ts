@@ -259,6 +259,7 @@ export class Runtime {
         const done = (terminal?: RunRecord) => {
           clearTimeout(timer);
           waiters.delete(done);
+          if (waiters.size === 0 && this.#waiters.get(runId) === waiters) this.#waiters.delete(runId);
           resolve(terminal);
         };
         const timer = setTimeout(() => done(), Math.min(poll, left));

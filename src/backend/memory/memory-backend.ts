@@ -9,7 +9,7 @@ import type {
   RuntimeBackend,
   TransitionRequest,
 } from "../backend.ts";
-import { applyTransition, claimed, isClaimable } from "../transition-rules.ts";
+import { applyTransition, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 
 /**
  * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
@@ -33,41 +33,10 @@ export class InMemoryBackend implements RuntimeBackend {
     }
     if (this.#runs.has(input.id))
       throw new InvalidInputError(`run id "${input.id}" already exists; run ids must be unique`);
-    const run: RunRecord = {
-      id: input.id,
-      agent: input.agent,
-      workflow: input.workflow,
-      key: input.key,
-      state: "PENDING",
-      pausedReason: null,
-      input: input.input,
-      output: undefined,
-      error: undefined,
-      epoch: 0,
-      leaseOwner: null,
-      leaseExpiresAt: null,
-      recoveries: 0,
-      lastTransitionId: 1,
-      versions: input.versions,
-      meta: input.meta,
-      createdAt: input.at,
-      updatedAt: input.at,
-    };
+    const { run, transition } = pendingRun(input);
     this.#runs.set(run.id, run);
     if (keyId !== null) this.#keys.set(keyId, run.id);
-    this.#transitions.set(run.id, [
-      {
-        runId: run.id,
-        id: 1,
-        at: input.at,
-        actor: input.actor,
-        from: null,
-        to: "PENDING",
-        pausedReason: null,
-        reason: input.reason,
-        versions: input.versions,
-      },
-    ]);
+    this.#transitions.set(run.id, [transition]);
     this.#steps.set(run.id, new Map());
     return { run: { ...run }, created: true };
   }

@@ -3,7 +3,7 @@ import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
 import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type { ClaimRequest, CreateRunInput, RenewRequest, TransitionRequest } from "../backend.ts";
-import { applyTransition, claimed, isClaimable } from "../transition-rules.ts";
+import { applyTransition, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import {
   encode,
   type RunRow,
@@ -152,37 +152,7 @@ export function prepareTransactions(db: Db, s: Statements, file: string): Transa
         input.at,
         input.at,
       );
-      const run: RunRecord = {
-        id: input.id,
-        agent: input.agent,
-        workflow: input.workflow,
-        key: input.key,
-        state: "PENDING",
-        pausedReason: null,
-        input: input.input,
-        output: undefined,
-        error: undefined,
-        epoch: 0,
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        recoveries: 0,
-        lastTransitionId: 1,
-        versions: input.versions,
-        meta: input.meta,
-        createdAt: input.at,
-        updatedAt: input.at,
-      };
-      const first: TransitionRecord = {
-        runId: run.id,
-        id: 1,
-        at: input.at,
-        actor: input.actor,
-        from: null,
-        to: "PENDING",
-        pausedReason: null,
-        reason: input.reason,
-        versions: input.versions,
-      };
+      const { run, transition: first } = pendingRun(input);
       s.insertTransition.run(...transitionParams(first));
       return { run, created: true };
     }),
