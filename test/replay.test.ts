@@ -1220,3 +1220,54 @@ describe("domains and models", () => {
     expect(run.error?.message).toContain("models");
   });
 });
+
+describe("heartbeats across an interruption", () => {
+  it("hands the details of the last heartbeat to the attempt that runs after the resume", async () => {
+    const backend = new InMemoryBackend();
+    const entered = deferred();
+    const seen: { attempt: number; last: Json | undefined }[] = [];
+    let block = true;
+    const agent = defineAgent({
+      name: "copier",
+      tools: {
+        copy: defineTool({
+          run: async (ctx, { files }: { files: number }) => {
+            seen.push({ attempt: ctx.attempt, last: ctx.lastHeartbeat });
+            const from = ((ctx.lastHeartbeat as { done?: number } | undefined)?.done ?? 0) + 1;
+            for (let i = from; i <= files; i++) {
+              ctx.heartbeat({ done: i });
+              if (block && i === 3) {
+                // Let the heartbeat reach storage, then hang until the runtime goes away.
+                await new Promise((r) => setTimeout(r, 20));
+                entered.resolve();
+                await forever;
+              }
+            }
+            return { copied: files, resumedAt: from };
+          },
+        }),
+      },
+      workflows: {
+        async go(ctx) {
+          return ctx.tool("copy", { files: 5 });
+        },
+      },
+    });
+    const runId = await interruptMidRun({
+      backend,
+      agent,
+      entered: entered.promise,
+      start: (rt) => rt.run(agent, "go", {}),
+    });
+    block = false;
+    const b = secondRuntime(backend, agent);
+    expect(await (await b.resume(runId)).result()).toEqual({ copied: 5, resumedAt: 4 });
+    expect(seen).toEqual([
+      { attempt: 1, last: undefined },
+      { attempt: 2, last: { done: 3 } },
+    ]);
+    const [step] = (await b.history(runId)).steps;
+    expect(step?.attempts.map((a) => a.error?.name ?? "ok")).toEqual(["AttemptInterrupted", "ok"]);
+    expect(step?.heartbeat).toEqual({ done: 5 });
+  });
+});
