@@ -17,8 +17,13 @@ export function percentiles(values: number[]): { p50: number; p95: number; p99: 
 
 const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
 
-/** Prints µs/step, steps/s, percentiles and the ratio to `limitUs` for every row. */
-export function printTable(rows: Row[], limitUs: number, info: { steps: number; rounds: number; dir: string }): void {
+/** Prints µs/step, steps/s, percentiles and the ratio to `limitUs` for every row, then `notes`. */
+export function printTable(
+  rows: Row[],
+  limitUs: number,
+  info: { steps: number; rounds: number; dir: string },
+  notes: string[] = [],
+): void {
   console.log(
     `\nstep overhead: ${info.steps} steps per run, ${info.rounds} rounds (median round), node ${process.version}`,
   );
@@ -38,9 +43,6 @@ export function printTable(rows: Row[], limitUs: number, info: { steps: number; 
     cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
   console.log(show(header));
   for (const l of lines) console.log(show(l));
-  console.log(
-    "\nFor scale (figures reported on this kind of machine, not measured here): DBOS on PostgreSQL ≈ 1,270 µs/step," +
-      " LangGraph's SQLite checkpointer ≈ 1,480 µs/step.",
-  );
-  console.log('Goal: SQLite "machine" within 1.5× of one synchronous commit; memory under 10 µs/step.');
+  console.log();
+  for (const note of notes) console.log(note);
 }

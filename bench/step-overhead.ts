@@ -3,10 +3,14 @@
  * time per step for: a plain async function (no durability), InMemoryBackend, and SQLite with
  * `durability: "process"` and `"machine"` — beside the physical limit measured in the same
  * run: one bare synchronous SQLite commit (WAL, synchronous=FULL), the fsync a durable step
- * cannot avoid.
+ * cannot avoid. With `--peers`, the same workflow also runs on DBOS (PostgreSQL) and LangGraph
+ * (SqliteSaver) in every round; those live in bench/peers/, a separate package, so that they never
+ * become dependencies of cairn.
  *
  *   npm run bench                     # builds dist/, then 1,000 steps, 5 rounds
  *   npm run bench -- --steps 5000 --rounds 3
+ *   npm run bench:peers               # installs bench/peers, then the same with --peers
+ *   npm run bench:peers -- --rounds 3
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -15,17 +19,25 @@ import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
 import { defineAgent, defineTool, InMemoryBackend, Runtime, type RuntimeBackend, silentLogger } from "cairn";
 import { SqliteBackend } from "cairn/sqlite";
+import type { LoadPeers, Peer } from "./peers/peer.ts";
 import { percentiles, printTable, type Row } from "./report.ts";
 
 const { values } = parseArgs({
-  options: { steps: { type: "string", default: "1000" }, rounds: { type: "string", default: "5" } },
+  options: {
+    steps: { type: "string", default: "1000" },
+    rounds: { type: "string", default: "5" },
+    peers: { type: "boolean", default: false },
+  },
 });
 const STEPS = Number(values.steps);
 const ROUNDS = Number(values.rounds);
 const dir = mkdtempSync(join(tmpdir(), "cairn-bench-"));
 
-/** Per-step gaps (µs) recorded inside the workflow, so percentiles are of real steps. */
-let gaps: number[] = [];
+/**
+ * Per-step gaps (µs) recorded inside the workflow, so percentiles are of real steps; recorded only
+ * while a measured run has set it (never during warm-up), and detached when that run ends.
+ */
+let gaps: number[] | undefined;
 
 const bench = defineAgent({
   name: "bench",
@@ -37,7 +49,7 @@ const bench = defineAgent({
       for (let i = 0; i < n; i++) {
         sum += await ctx.tool("noop", { i });
         const now = performance.now();
-        gaps.push((now - last) * 1000);
+        gaps?.push((now - last) * 1000);
         last = now;
       }
       return sum;
@@ -71,14 +83,17 @@ async function runtimeRound(makeBackend: () => RuntimeBackend): Promise<number[]
   const runtime = new Runtime({ agents: [bench], backend: makeBackend(), logger: silentLogger });
   await runtime.start();
   await (await runtime.run(bench, "steps", { n: WARM_UP })).result();
-  gaps = [];
+  const measured: number[] = [];
+  gaps = measured;
   const handle = await runtime.run(bench, "steps", { n: STEPS });
   const sum = await handle.result();
+  gaps = undefined;
   if (sum !== (STEPS * (STEPS - 1)) / 2) throw new Error(`wrong result ${sum}`);
   const steps = (await runtime.history(handle.id)).steps;
   if (steps.length !== STEPS || steps.some((s) => s.status !== "completed")) throw new Error("steps not journaled");
   await runtime.shutdown();
-  return gaps;
+  if (measured.length !== STEPS) throw new Error(`${measured.length} gaps for ${STEPS} steps`);
+  return measured;
 }
 
 function bareCommits(synchronous: "FULL" | "NORMAL", n: number): number[] {
@@ -100,6 +115,26 @@ function bareCommits(synchronous: "FULL" | "NORMAL", n: number): number[] {
   return out;
 }
 
+/** First line of an error, for the one line a peer that can't be measured gets. */
+const why = (err: unknown) => (err instanceof Error ? err.message : String(err)).split("\n")[0];
+
+/**
+ * The peers, imported only with --peers and by a computed path, so that neither `npm run bench`
+ * nor the type-check needs bench/peers installed.
+ */
+const PEER_MODULES = ["./peers/dbos-peer.ts", "./peers/langgraph-peer.ts"];
+let peers: Peer[] = [];
+if (values.peers) {
+  for (const path of PEER_MODULES) {
+    try {
+      const { peers: load } = (await import(path)) as { peers: LoadPeers };
+      peers.push(...(await load()));
+    } catch (err) {
+      console.log(`${path} not measured: ${why(err)} (npm run bench:peers installs bench/peers)`);
+    }
+  }
+}
+
 const samples: Record<string, number[][]> = {};
 const add = (name: string, gapsUs: number[]) => {
   samples[name] ??= [];
@@ -110,12 +145,22 @@ const sqlite = (durability: "process" | "machine") => () =>
   new SqliteBackend({ path: join(dir, `cairn-${durability}-${sqliteSeq++}.db`), durability });
 
 for (let round = 0; round < ROUNDS; round++) {
+  process.stderr.write(`round ${round + 1}/${ROUNDS}\n`);
   add("bare commit, synchronous=FULL (limit)", bareCommits("FULL", STEPS));
   add("bare commit, synchronous=NORMAL", bareCommits("NORMAL", STEPS));
   add("plain async function (no durability)", await plainBaseline(STEPS));
   add("cairn InMemoryBackend", await runtimeRound(() => new InMemoryBackend()));
   add('cairn SQLite durability "process"', await runtimeRound(sqlite("process")));
   add('cairn SQLite durability "machine"', await runtimeRound(sqlite("machine")));
+  for (const peer of peers) {
+    try {
+      add(peer.label, await peer.run(STEPS, WARM_UP));
+    } catch (err) {
+      console.log(`${peer.label} not measured: round ${round + 1} failed: ${why(err)}`);
+      peers = peers.filter((p) => p !== peer);
+      delete samples[peer.label];
+    }
+  }
 }
 rmSync(dir, { recursive: true, force: true });
 
@@ -126,4 +171,12 @@ const rows: Row[] = Object.entries(samples).map(([name, rounds]) => {
   return { name, meanUs: median, ...percentiles(rounds.flat()) };
 });
 const limit = rows.find((r) => r.name.includes("(limit)"))?.meanUs ?? Number.NaN;
-printTable(rows, limit, { steps: STEPS, rounds: ROUNDS, dir });
+const notes =
+  peers.length > 0
+    ? [...new Set(peers.map((p) => p.note))]
+    : [
+        "For scale (figures reported on this kind of machine, not measured here): DBOS on PostgreSQL ≈ 1,270 µs/step," +
+          " LangGraph's SQLite checkpointer ≈ 1,480 µs/step; measure them here: npm run bench:peers",
+      ];
+notes.push('Goal: SQLite "machine" within 1.5× of one synchronous commit; memory under 10 µs/step.');
+printTable(rows, limit, { steps: STEPS, rounds: ROUNDS, dir }, notes);
