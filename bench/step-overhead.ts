@@ -79,10 +79,17 @@ async function plainBaseline(n: number): Promise<number[]> {
  */
 const WARM_UP = 2500;
 
+/**
+ * With `--expose-gc` (the npm scripts pass it), a full collection before each measured run, so
+ * no run pays for garbage an earlier configuration left; what a run allocates itself still counts.
+ */
+const collectGarbage = (globalThis as { gc?: () => void }).gc ?? (() => {});
+
 async function runtimeRound(makeBackend: () => RuntimeBackend): Promise<number[]> {
   const runtime = new Runtime({ agents: [bench], backend: makeBackend(), logger: silentLogger });
   await runtime.start();
   await (await runtime.run(bench, "steps", { n: WARM_UP })).result();
+  collectGarbage();
   const measured: number[] = [];
   gaps = measured;
   const handle = await runtime.run(bench, "steps", { n: STEPS });
@@ -105,6 +112,7 @@ function bareCommits(synchronous: "FULL" | "NORMAL", n: number): number[] {
   const insert = db.prepare("INSERT INTO t (v) VALUES (?)");
   const commit = db.transaction((v: string) => insert.run(v));
   for (let i = 0; i < WARM_UP; i++) commit(`{"seq":${i},"result":${i}}`);
+  collectGarbage();
   const out: number[] = [];
   for (let i = 0; i < n; i++) {
     const t0 = performance.now();
@@ -148,6 +156,7 @@ for (let round = 0; round < ROUNDS; round++) {
   process.stderr.write(`round ${round + 1}/${ROUNDS}\n`);
   add("bare commit, synchronous=FULL (limit)", bareCommits("FULL", STEPS));
   add("bare commit, synchronous=NORMAL", bareCommits("NORMAL", STEPS));
+  collectGarbage();
   add("plain async function (no durability)", await plainBaseline(STEPS));
   add("cairn InMemoryBackend", await runtimeRound(() => new InMemoryBackend()));
   add('cairn SQLite durability "process"', await runtimeRound(sqlite("process")));
