@@ -59,7 +59,14 @@ export class WorkflowEnvelope {
     this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
     this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
-    this.#writer = new JournalWriter((steps, sync) => this.#host.saveSteps(steps, sync));
+    // A journal write that fails (a lost lease, a storage error) stops the run: the workflow must
+    // not see it as a step's error and go on, with results it was handed possibly not stored.
+    this.#writer = new JournalWriter((steps, sync) =>
+      this.#host.saveSteps(steps, sync).catch((error: unknown) => {
+        this.stop(error);
+        throw error;
+      }),
+    );
   }
 
   /**
@@ -213,11 +220,13 @@ export class WorkflowEnvelope {
     if (recorded?.status === "completed") return recorded.result as T;
     const value = produce();
     const at = this.#host.now();
-    // No synchronous commit of its own: nothing outside the run can see the value before a later
-    // synchronous commit, which carries it or follows it (WAL order).
+    // A result like any other: the commit that carries it must be synchronous. The next step's
+    // start record rides on that commit and its function may see the value (a uuid used as an
+    // idempotency key); a cheaper commit lost to a power loss would let the replay make another.
+    // In a sequential workflow this costs no extra commit: it is the one the next step makes.
     this.#writer.later(
       { ...this.#newStep(seq, "value", name, null, at), status: "completed", result: value, endedAt: at },
-      false,
+      true,
     );
     return value;
   }

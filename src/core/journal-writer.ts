@@ -52,7 +52,10 @@ export class JournalWriter {
     }
   }
 
-  /** Commits everything queued. Rejects with the write's error (e.g. a lost lease). */
+  /**
+   * Commits everything queued. Rejects with the write's error (e.g. a lost lease); once a write
+   * has failed, every later flush rejects with that error and writes nothing.
+   */
   async flush(): Promise<void> {
     // Let steps started in the same turn (Promise.all) join this write.
     await undefined;
@@ -64,9 +67,17 @@ export class JournalWriter {
     const sync = this.#sync;
     this.#pending.clear();
     this.#sync = false;
-    this.#flushing = this.#write(steps, sync).finally(() => {
-      this.#flushing = undefined;
-    });
+    this.#flushing = this.#write(steps, sync)
+      .catch((error: unknown) => {
+        // A failed write is fatal to this writer, whoever asked for it: the steps it carried are
+        // gone from the queue (a result among them may already be in the workflow's hands), so no
+        // later step may run and no later write may commit as if they were stored.
+        this.#error ??= error;
+        throw error;
+      })
+      .finally(() => {
+        this.#flushing = undefined;
+      });
     await this.#flushing;
   }
 }

@@ -307,15 +307,22 @@ export class Runtime {
           fence: { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
         })
         .catch(async (error: unknown) => {
-          // A recovery sweep recorded the loss first: go on from what it stored.
+          // A recovery sweep recorded the loss first (and may have resumed the run already): go on
+          // from what it stored.
           const current = await this.getRun(runId);
-          if (current.state === "INTERRUPTED" && current.epoch > run.epoch) {
+          const moved = current.epoch > run.epoch;
+          if (
+            moved &&
+            (current.state === "INTERRUPTED" || current.state === "RESUMING" || current.state === "RUNNING")
+          ) {
             return { run: current, transition: undefined };
           }
           throw error;
         });
       if (result.transition) this.#emit(result.transition, result.run);
       run = result.run;
+      // Taken over and resumed by another worker's sweep in the meantime: the resume has happened.
+      if (run.state === "RESUMING" || run.state === "RUNNING") return new RunHandle(this, runId, false);
     }
     if (run.state !== "INTERRUPTED" && !(run.state === "FAILED" && run.error?.code === "REPLAY_DIVERGENCE")) {
       throw new RunNotResumableError(

@@ -58,6 +58,9 @@ export class Worker {
   readonly #opts: Required<WorkerOptions>;
   readonly #active = new Map<string, Active>();
   #timers: ReturnType<typeof setInterval>[] = [];
+  #renewer: ReturnType<typeof setInterval> | undefined;
+  /** Set when shutdown stops the runs still held; a run whose envelope is built later is stopped too. */
+  #closing: RuntimeClosedError | undefined;
   #claiming: Promise<void> | undefined;
   #claimAgain = false;
   #stopped = true;
@@ -84,7 +87,9 @@ export class Worker {
     if (!this.#stopped) return;
     this.#stopped = false;
     const renewEvery = Math.max(50, Math.floor(this.#opts.leaseMs / 3));
-    this.#timers.push(setInterval(() => void this.#renew(), renewEvery));
+    // Apart from the other timers: leases must be renewed until shutdown has let go of every run.
+    this.#renewer = setInterval(() => void this.#renew(), renewEvery);
+    this.#renewer.unref?.();
     this.#timers.push(
       setInterval(() => {
         void this.recover().then(() => this.poke());
@@ -179,8 +184,23 @@ export class Worker {
       host: this.#deps.host(started, () => envelope),
     });
     active.envelope = envelope;
+    // Shutdown may have stopped the runs it held while this one was still being set up.
+    if (this.#closing) envelope.stop(this.#closing);
     const outcome: EnvelopeOutcome = await envelope.execute();
-    if (outcome.kind === "stopped") return;
+    if (outcome.kind === "stopped") {
+      // Lease lost: the run is someone else's. Shutdown: `shutdown()` records INTERRUPTED itself.
+      if (outcome.reason instanceof LeaseLostError || outcome.reason instanceof RuntimeClosedError) return;
+      // A journal write failed (the envelope stopped itself): hand the run back at once rather
+      // than leave it RUNNING under a live lease; recovery resumes it, within its bound.
+      const why = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
+      await this.#transition(active.run, {
+        to: "INTERRUPTED",
+        actor,
+        reason: `worker ${this.id} stopped the run: a journal write failed (${firstLine(why)})`,
+        patch: { releaseLease: true },
+      });
+      return;
+    }
     if (outcome.kind === "completed") {
       await this.#transition(active.run, {
         to: "COMPLETED",
@@ -310,8 +330,20 @@ export class Worker {
     let timer: ReturnType<typeof setTimeout> | undefined;
     await Promise.race([all(), new Promise((r) => (timer = setTimeout(r, graceMs)))]);
     clearTimeout(timer);
-    for (const active of [...this.#active.values()]) {
-      active.envelope?.stop(new RuntimeClosedError(`worker ${this.id} shut down (${why})`));
+    this.#closing = new RuntimeClosedError(`worker ${this.id} shut down (${why})`);
+    const held = [...this.#active.values()];
+    for (const active of held) active.envelope?.stop(this.#closing);
+    try {
+      await this.#release(held, graceMs, why);
+    } finally {
+      clearInterval(this.#renewer);
+      this.#renewer = undefined;
+    }
+  }
+
+  /** Records INTERRUPTED for each stopped run this worker still holds, and releases it. */
+  async #release(held: readonly Active[], graceMs: number, why: string): Promise<void> {
+    for (const active of held) {
       await active.done;
       // Results of tools that finished are committed, so the next worker does not run them again.
       await active.envelope?.flushJournal().catch(() => {});
