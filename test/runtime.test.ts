@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
 import type { TransitionRequest } from "../src/backend/backend.ts";
 import { RunEndedError, RunNotFoundError, UnknownNameError, WaitTimeoutError } from "../src/core/errors.ts";
-import type { StepRecord, Versions } from "../src/core/records.ts";
+import type { RunRecord, StepRecord, Versions } from "../src/core/records.ts";
 import { RUNTIME_VERSION } from "../src/runtime/version.ts";
 import { deferred, forever, InMemoryBackend, Runtimes, until, untilState } from "./helpers/runtime-helpers.ts";
 
@@ -532,12 +532,24 @@ describe("recovery", () => {
     await orphanedRun(backend, "run_twice", 50);
     const worker = { leaseMs: 200, pollIntervalMs: 20, maxAutoRecoveries: 1, detectDeadLocalOwners: false };
 
-    // First interruption (lapsed lease): recovered automatically, then interrupted again by a shutdown.
+    // First interruption (lapsed lease): recovered automatically, then lost again: another
+    // worker's sweep takes the run from r1 the way it does when r1's process has died.
     const entered = deferred();
     const r1 = runtimes.make({ agents: [recoverable([], forever, entered.resolve)], backend, worker });
     await r1.start();
     await entered.promise;
-    await r1.shutdown({ graceMs: 0 });
+    const held = (await backend.getRun("run_twice")) as RunRecord;
+    expect(held.leaseOwner).toBe(r1.workerId);
+    await backend.transition({
+      runId: "run_twice",
+      from: "RUNNING",
+      to: "INTERRUPTED",
+      actor: { kind: "system", id: "sweeper" },
+      reason: `worker ${r1.workerId} was lost`,
+      versions,
+      at: Date.now(),
+      fence: { takeover: { epoch: held.epoch, leaseExpiresAt: held.leaseExpiresAt } },
+    });
     const twice = await backend.getRun("run_twice");
     expect(twice?.state).toBe("INTERRUPTED");
     expect(twice?.recoveries).toBe(1);
@@ -568,6 +580,29 @@ describe("recovery", () => {
     expect(transitions.map((t) => t.id)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(transitions[3]?.reason).toContain("automatic recovery 1 of 1");
     expect(transitions[6]?.actor).toEqual({ kind: "user", id: "local" });
+  });
+
+  it("does not use up the bound on automatic recoveries: a run shut down after a crash recovery is recovered again", async () => {
+    const backend = new InMemoryBackend();
+    await orphanedRun(backend, "run_deployed", 50);
+    const worker = { leaseMs: 200, pollIntervalMs: 20, maxAutoRecoveries: 1, detectDeadLocalOwners: false };
+    const entered = deferred();
+    const r1 = runtimes.make({ agents: [recoverable([], forever, entered.resolve)], backend, worker });
+    await r1.start();
+    await entered.promise;
+    expect((await backend.getRun("run_deployed"))?.recoveries).toBe(1);
+    await r1.shutdown({ graceMs: 0 });
+    const handedOver = await backend.getRun("run_deployed");
+    expect(handedOver).toMatchObject({ state: "INTERRUPTED", recoveries: 0, leaseOwner: null });
+
+    const calls: string[] = [];
+    const r2 = runtimes.make({ agents: [recoverable(calls)], backend, worker });
+    await r2.start();
+    expect(await r2.handle("run_deployed").result({ timeoutMs: 5000 })).toBe(5);
+    expect(calls).toEqual(["add_one"]);
+    const { transitions } = await r2.history("run_deployed");
+    expect(transitions.at(-3)).toMatchObject({ to: "RESUMING", actor: { kind: "system" } });
+    expect(transitions.at(-3)?.reason).toContain("automatic recovery 1 of 1");
   });
 });
 

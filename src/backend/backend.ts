@@ -147,4 +147,9 @@ export interface RunPatch {
   releaseLease?: boolean;
   /** Add one to the automatic-recovery count. */
   countRecovery?: boolean;
+  /**
+   * Set the automatic-recovery count back to 0: a graceful hand-over (a worker shutting down
+   * within its grace) is not a crash, so it must not use up the bound meant for crash loops.
+   */
+  resetRecoveries?: boolean;
 }

@@ -51,7 +51,8 @@ export function applyTransition(
   };
   if (patch.output !== undefined) next.output = patch.output;
   if (patch.error !== undefined) next.error = patch.error ?? undefined;
-  if (patch.countRecovery) next.recoveries = run.recoveries + 1;
+  if (patch.resetRecoveries) next.recoveries = 0;
+  if (patch.countRecovery) next.recoveries = next.recoveries + 1;
   if ("takeover" in fence) {
     next.epoch = run.epoch + 1;
     next.leaseOwner = null;

@@ -354,7 +354,8 @@ export class Worker {
         to: "INTERRUPTED",
         actor: { kind: "worker", id: this.id },
         reason: `worker ${this.id} shut down (${why}) with the run in flight; grace of ${graceMs} ms ran out`,
-        patch: { releaseLease: true },
+        // A deploy is not a crash: it must not use up the bound on automatic recoveries.
+        patch: { releaseLease: true, resetRecoveries: true },
       }).catch((error: unknown) => this.#ignoreRace(error));
     }
   }

@@ -186,7 +186,7 @@ export function describeTransitions(use: UseBackend): void {
       expect(cancelled.state).toBe("CANCELLED");
     });
 
-    it("applies the patch: output, error, releaseLease, countRecovery", async () => {
+    it("applies the patch: output, error, releaseLease, countRecovery, resetRecoveries", async () => {
       const b = use();
       const run = await runningRun(b, { workerId: "w1" });
       const divergence: SerializedError = {
@@ -218,6 +218,32 @@ export function describeTransitions(use: UseBackend): void {
       const done = await b.transition(move(again, "RUNNING", "COMPLETED", { patch: { output, releaseLease: true } }));
       expect(done.run).toMatchObject({ output, recoveries: 1, leaseOwner: null });
       expect(await b.getRun(run.id)).toStrictEqual(done.run);
+
+      const counted = await runningRun(b, { workerId: "w3" });
+      const lost = await b.transition(
+        move(counted, "RUNNING", "INTERRUPTED", {
+          fence: { takeover: { epoch: counted.epoch, leaseExpiresAt: counted.leaseExpiresAt } },
+        }),
+      );
+      const recovered = await b.transition(
+        move(lost.run, "INTERRUPTED", "RESUMING", {
+          fence: { unowned: true, now: T0 },
+          patch: { countRecovery: true },
+        }),
+      );
+      expect(recovered.run.recoveries).toBe(1);
+      const reclaimed = (await b.claimRun({
+        workerId: "w4",
+        now: T0,
+        leaseMs: LEASE_MS,
+        runId: counted.id,
+      })) as RunRecord;
+      const rerunning = await b.transition(move(reclaimed, "RESUMING", "RUNNING"));
+      const handedOver = await b.transition(
+        move(rerunning.run, "RUNNING", "INTERRUPTED", { patch: { releaseLease: true, resetRecoveries: true } }),
+      );
+      expect(handedOver.run.recoveries).toBe(0);
+      expect((await b.getRun(counted.id))?.recoveries).toBe(0);
 
       const nullOutput = await runningRun(b);
       await b.transition(move(nullOutput, "RUNNING", "COMPLETED", { patch: { output: null } }));
