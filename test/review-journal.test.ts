@@ -123,3 +123,55 @@ describe("review: value steps seen by a later step", () => {
     expect(carrying?.sync).toBe(true);
   });
 });
+
+describe("steps still in flight when the workflow returns", () => {
+  it("are abandoned: their signal fires and nothing is written after the run ends", async () => {
+    const { defineAgent: define, defineTool: tool } = await import("../src/agent/define.ts");
+    const { InMemoryBackend: Memory } = await import("../src/backend/memory/memory-backend.ts");
+    const { Runtime: RT } = await import("../src/runtime/runtime.ts");
+    const { silentLogger: quiet } = await import("../src/runtime/logger.ts");
+    let aborted = false;
+    let finished = false;
+    const agent = define({
+      name: "floater",
+      tools: {
+        slow: tool({
+          run: async (ctx) => {
+            await new Promise<void>((resolve) => {
+              const timer = setTimeout(resolve, 200);
+              ctx.signal.addEventListener("abort", () => {
+                aborted = true;
+                clearTimeout(timer);
+                resolve();
+              });
+            });
+            finished = true;
+            return "late";
+          },
+        }),
+        quick: tool({ run: () => "quick" }),
+      },
+      workflows: {
+        async go(ctx) {
+          void ctx.tool("slow", {}).catch(() => {});
+          return ctx.tool("quick", {});
+        },
+      },
+    });
+    const backend = new Memory();
+    const runtime = new RT({ agents: [agent], backend, logger: quiet });
+    try {
+      const handle = await runtime.run(agent, "go", {});
+      expect(await handle.result()).toBe("quick");
+      await new Promise((r) => setTimeout(r, 300));
+      expect(aborted).toBe(true);
+      expect(finished).toBe(true);
+      const [slow, quick] = await backend.loadSteps(handle.id);
+      // Its start was committed before it ran; nothing after the run's end.
+      expect(slow?.status).toBe("started");
+      expect(quick?.status).toBe("completed");
+    } finally {
+      await runtime.shutdown();
+    }
+  });
+});

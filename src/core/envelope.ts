@@ -132,6 +132,10 @@ export class WorkflowEnvelope {
       } catch (error) {
         outcome = { kind: "stopped", reason: error };
       }
+      // Steps the workflow started and did not await are abandoned: their signal fires and
+      // nothing they do is written after the run's end.
+      this.#writer.close();
+      this.stop(new Error(`run ${this.#run.id} ended; steps still in flight are abandoned`));
     }
     return outcome;
   }

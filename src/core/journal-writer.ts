@@ -18,6 +18,7 @@ export class JournalWriter {
   #flushing: Promise<void> | undefined;
   #scheduled = false;
   #error: unknown;
+  #closed = false;
 
   /** `write` commits the steps in one transaction; `sync` asks for a synchronous commit. */
   constructor(write: (steps: StepRecord[], sync: boolean) => Promise<void>) {
@@ -29,6 +30,7 @@ export class JournalWriter {
    * once it and everything queued before it are committed.
    */
   before(step: StepRecord): Promise<void> {
+    if (this.#closed) return Promise.reject(new Error(`step ${step.seq} was started after its run ended`));
     this.#pending.set(step.seq, step);
     return this.flush();
   }
@@ -39,6 +41,7 @@ export class JournalWriter {
    * loop if none comes.
    */
   later(step: StepRecord, sync: boolean): void {
+    if (this.#closed) return;
     this.#pending.set(step.seq, step);
     if (sync) this.#sync = true;
     if (!this.#scheduled) {
@@ -50,6 +53,14 @@ export class JournalWriter {
         });
       });
     }
+  }
+
+  /**
+   * Accepts nothing more: the run has ended (its final transition follows), so a step still in
+   * flight — a `ctx` call the workflow did not await — must not write after it.
+   */
+  close(): void {
+    this.#closed = true;
   }
 
   /**
