@@ -1,0 +1,425 @@
+import { createServer } from "node:net";
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
+import { startTestDatabase, type TestDatabase, withDatabase } from "../../../test/helpers/postgres.ts";
+import { until } from "../../../test/helpers/runtime-helpers.ts";
+import { defineAgent, defineTool } from "../../agent/define.ts";
+import { InvalidDefinitionError, LeaseLostError, StorageError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord } from "../../core/records.ts";
+import { silentLogger } from "../../runtime/logger.ts";
+import { Runtime } from "../../runtime/runtime.ts";
+import { runBackendConformance } from "../conformance/backend-conformance.ts";
+import { fullStep, LEASE_MS, move, runInput, startedStep, T0 } from "../conformance/conformance-fixtures.ts";
+import { PostgresBackend, type PostgresBackendOptions } from "./postgres-backend.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";
+
+// One database per test file (embedded PostgreSQL, or CAIRN_TEST_DATABASE_URL's server), and one
+// schema per backend under test, so nothing here sees another test's rows.
+let db: TestDatabase;
+let sharedPool: pg.Pool;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  sharedPool = new pg.Pool({ connectionString: db.url, max: 4 });
+  sharedPool.on("error", () => {});
+});
+
+afterAll(async () => {
+  await sharedPool?.end();
+  await db?.close();
+});
+
+runBackendConformance("postgres", () => new PostgresBackend({ connectionString: db.url, schema: db.schema() }), {
+  cleanup: (backend) => db.dropSchema(backend.schema),
+});
+runBackendConformance(
+  "postgres (process durability, pool passed in)",
+  () => new PostgresBackend({ pool: sharedPool, schema: db.schema(), durability: "process" }),
+  { cleanup: (backend) => db.dropSchema(backend.schema) },
+);
+
+describe("PostgresBackend", () => {
+  const opened: PostgresBackend[] = [];
+  const schemas = new Set<string>();
+  const roles: string[] = [];
+
+  function make(options: PostgresBackendOptions = {}): PostgresBackend {
+    const backend = new PostgresBackend({
+      ...(options.pool ? {} : { connectionString: db.url }),
+      ...options,
+      schema: options.schema ?? db.schema(),
+    });
+    schemas.add(backend.schema);
+    opened.push(backend);
+    return backend;
+  }
+
+  async function open(options: PostgresBackendOptions = {}): Promise<PostgresBackend> {
+    const backend = make(options);
+    await backend.init();
+    return backend;
+  }
+
+  async function initError(backend: PostgresBackend): Promise<Error> {
+    const error = await backend.init().then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(error).toBeInstanceOf(StorageError);
+    return error as Error;
+  }
+
+  afterEach(async () => {
+    for (const backend of opened.splice(0)) await backend.close();
+    for (const schema of schemas) await db.dropSchema(schema);
+    schemas.clear();
+    for (const role of roles.splice(0)) {
+      // Roles belong to the server, not the test database: never leave one behind.
+      await db.query(`DROP OWNED BY ${pg.escapeIdentifier(role)}`).catch(() => undefined);
+      await db.query(`DROP ROLE IF EXISTS ${pg.escapeIdentifier(role)}`);
+    }
+  });
+
+  describe("migrations", () => {
+    it("creates the schema and applies each migration once; init and migrate() again change nothing", async () => {
+      const first = await open();
+      const table = `${pg.escapeIdentifier(first.schema)}.cairn_migrations`;
+      const applied = (await db.query(`SELECT version, name, applied_at FROM ${table} ORDER BY version`)).rows;
+      expect(applied.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+      const tables = await db.query<{ table_name: string }>(
+        "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
+        [first.schema],
+      );
+      expect(tables.rows.map((r) => r.table_name)).toEqual(["cairn_migrations", "runs", "steps", "transitions"]);
+
+      const { run } = await first.createRun(runInput({ key: "kept" }));
+      const second = await open({ schema: first.schema });
+      expect(await second.migrate()).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
+      expect((await db.query(`SELECT version, name, applied_at FROM ${table} ORDER BY version`)).rows).toEqual(applied);
+      expect(await second.getRun(run.id)).toStrictEqual(run);
+    });
+
+    it("migrates once when several processes start together on a new schema", async () => {
+      const schema = db.schema();
+      const backends = Array.from({ length: 4 }, () => make({ schema }));
+      await Promise.all(backends.map((b) => b.init()));
+      const table = `${pg.escapeIdentifier(schema)}.cairn_migrations`;
+      const versions = (await db.query(`SELECT version FROM ${table} ORDER BY version`)).rows.map((r) => r.version);
+      expect(versions).toEqual(MIGRATIONS.map((m) => m.version));
+      const { run } = await (backends[0] as PostgresBackend).createRun(runInput());
+      for (const backend of backends) expect((await backend.getRun(run.id))?.id).toBe(run.id);
+    });
+
+    it("refuses a schema newer than this Cairn, with or without migrate", async () => {
+      const first = await open();
+      await first.close();
+      await db.query(
+        `INSERT INTO ${pg.escapeIdentifier(first.schema)}.cairn_migrations (version, name) VALUES (99, 'future')`,
+      );
+      for (const migrate of [true, false]) {
+        const error = await initError(make({ schema: first.schema, migrate }));
+        expect(error.message).toContain(`schema "${first.schema}"`);
+        expect(error.message).toMatch(/schema version 99, newer than .* understands \(\d+\); upgrade Cairn/);
+      }
+    });
+
+    it("with migrate: false, refuses a schema without Cairn tables and creates nothing", async () => {
+      const schema = db.schema();
+      const error = await initError(make({ schema, migrate: false }));
+      expect(error.message).toContain(`schema "${schema}" has no Cairn tables`);
+      expect(error.message).toMatch(/migrate: true/);
+      const found = await db.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+      expect(found.rowCount).toBe(0);
+
+      // A deployment step migrates without opening; workers then start with migrate: false.
+      expect(await make({ schema, migrate: false }).migrate()).toEqual({ from: 0, to: SCHEMA_VERSION });
+      const checked = await open({ schema, migrate: false });
+      expect((await checked.createRun(runInput())).created).toBe(true);
+    });
+  });
+
+  it("keeps two schemas of one database apart", async () => {
+    const a = await open();
+    const b = await open();
+    const input = runInput({ key: "same-key" });
+    await a.createRun(input);
+    expect(await b.getRun(input.id)).toBeUndefined();
+    expect(await b.listRuns()).toEqual([]);
+    expect(await b.claimRun({ workerId: "wb", now: T0, leaseMs: LEASE_MS })).toBeUndefined();
+    // The same id and key are free in the other schema.
+    expect((await b.createRun(input)).created).toBe(true);
+    expect((await a.createRun(input)).created).toBe(false);
+    const claimed = (await b.claimRun({ workerId: "wb", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    expect(claimed.id).toBe(input.id);
+    expect((await a.getRun(input.id))?.leaseOwner).toBeNull();
+  });
+
+  it("hands each of 100 runs to exactly one of 4 pools claiming concurrently", async () => {
+    const schema = db.schema();
+    const pools = [await open({ schema, max: 3 })];
+    for (let i = 1; i < 4; i++) pools.push(await open({ schema, max: 3 }));
+    const ids = new Set<string>();
+    for (let i = 0; i < 100; i++) ids.add((await pools[i % 4]?.createRun(runInput({ at: T0 + i })))?.run.id ?? "");
+
+    // Three claim loops per pool: twelve claimers racing over the same rows.
+    const got = await Promise.all(
+      pools.flatMap((backend, p) =>
+        [0, 1, 2].map(async (loop) => {
+          const workerId = `p${p}-l${loop}`;
+          const mine: RunRecord[] = [];
+          for (;;) {
+            const run = await backend.claimRun({ workerId, now: T0 + 1_000, leaseMs: LEASE_MS });
+            if (!run) return mine;
+            mine.push(run);
+          }
+        }),
+      ),
+    );
+    const all = got.flat();
+    expect(all).toHaveLength(100);
+    expect(new Set(all.map((r) => r.id))).toEqual(ids);
+    expect(got.filter((mine) => mine.length > 0).length).toBeGreaterThanOrEqual(2);
+    for (const run of all) expect(run.epoch).toBe(1);
+    const stored = await pools[0]?.listRuns({ limit: 200 });
+    const owners = new Map(all.map((r) => [r.id, r.leaseOwner]));
+    for (const run of stored ?? []) expect(run.leaseOwner).toBe(owners.get(run.id));
+  });
+
+  it("refuses every write of a pool whose run another pool claimed after the lease lapsed", async () => {
+    const a = await open();
+    const b = await open({ schema: a.schema });
+    const { run } = await a.createRun(runInput());
+    const byA = (await a.claimRun({ workerId: "wa", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    await a.saveSteps([startedStep(run.id, 1, byA.epoch)], { epoch: byA.epoch, sync: false });
+    expect(await b.claimRun({ workerId: "wb", now: T0 + LEASE_MS - 1, leaseMs: LEASE_MS })).toBeUndefined();
+    const byB = (await b.claimRun({ workerId: "wb", now: T0 + LEASE_MS, leaseMs: LEASE_MS })) as RunRecord;
+    expect(byB.epoch).toBe(2);
+    const before = { steps: await b.loadSteps(run.id), transitions: await b.listTransitions(run.id) };
+
+    for (const sync of [true, false]) {
+      const error = await a.saveSteps([fullStep(run.id, 1, 1)], { epoch: 1, sync }).catch((e: unknown) => e);
+      expect(error).toBeInstanceOf(LeaseLostError);
+      expect((error as Error).message).toBe(
+        `run ${run.id}: step 1 under lease epoch 1 refused, the run is at epoch 2; this worker lost the run`,
+      );
+    }
+    await expect(a.transition(move(byA, "PENDING", "RUNNING"))).rejects.toBeInstanceOf(LeaseLostError);
+    const lost = await a.renewLeases({
+      workerId: "wa",
+      now: T0 + LEASE_MS,
+      leaseMs: LEASE_MS,
+      runs: [{ runId: byA.id, epoch: byA.epoch }],
+    });
+    expect(lost).toEqual([run.id]);
+    expect({ steps: await a.loadSteps(run.id), transitions: await a.listTransitions(run.id) }).toStrictEqual(before);
+
+    await b.transition(move(byB, "PENDING", "RUNNING"));
+    await b.saveSteps([fullStep(run.id, 1, byB.epoch)], { epoch: byB.epoch, sync: true });
+    expect((await a.loadSteps(run.id)).map((s) => [s.seq, s.status, s.epoch])).toEqual([[1, "completed", 2]]);
+    expect(await a.getRun(run.id)).toMatchObject({ state: "RUNNING", leaseOwner: "wb", epoch: 2 });
+  });
+
+  it("refuses a step write that waited on the run row while another worker took the run over", async () => {
+    const backend = await open();
+    const { run } = await backend.createRun(runInput());
+    const claimedRun = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    const runs = `${pg.escapeIdentifier(backend.schema)}.runs`;
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    try {
+      // Another worker's claim holds the row; the step write must wait for it, then see epoch 2.
+      await other.query("BEGIN");
+      await other.query(`SELECT * FROM ${runs} WHERE id = $1 FOR UPDATE`, [run.id]);
+      const write = backend
+        .saveSteps([fullStep(run.id, 1, claimedRun.epoch)], { epoch: claimedRun.epoch, sync: true })
+        .then(
+          () => "stored",
+          (e: unknown) => e,
+        );
+      await until(async () => {
+        const waiting = await db.query(
+          "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        );
+        return (waiting.rowCount ?? 0) > 0;
+      });
+      await other.query(`UPDATE ${runs} SET epoch = epoch + 1, lease_owner = 'w2' WHERE id = $1`, [run.id]);
+      await other.query("COMMIT");
+      expect(await write).toBeInstanceOf(LeaseLostError);
+    } finally {
+      await other.end();
+    }
+    expect(await backend.loadSteps(run.id)).toEqual([]);
+  });
+
+  it("keeps JSON as written: key order, NUL characters, unicode and large numbers", async () => {
+    const backend = await open();
+    const { run } = await backend.createRun(runInput({ input: { z: 1, a: [{ y: 2, b: 3 }] } }));
+    const byW = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+    const odd = { zeta: "a\u0000b", alpha: "snow ☃ and 🧗", big: 2 ** 60, tiny: 5e-324, neg: -0.5 };
+    const step: StepRecord = { ...fullStep(run.id, 1, byW.epoch), args: odd, result: { b: odd, a: null } };
+    await backend.saveSteps([step], { epoch: byW.epoch, sync: true });
+    const [loaded] = await backend.loadSteps(run.id);
+    expect(JSON.stringify(loaded?.result)).toBe(JSON.stringify(step.result));
+    expect(JSON.stringify(loaded?.args)).toBe(JSON.stringify(odd));
+    expect(JSON.stringify((await backend.getRun(run.id))?.input)).toBe('{"z":1,"a":[{"y":2,"b":3}]}');
+  });
+
+  it("commits start records and renewals without waiting for the WAL flush, results with it", async () => {
+    const levels = async (durability: "machine" | "process") => {
+      const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+      const seen: unknown[] = [];
+      const query = pool.query.bind(pool) as (config: pg.QueryConfig) => Promise<pg.QueryResult>;
+      vi.spyOn(pool, "query").mockImplementation(((config: pg.QueryConfig) => {
+        if (typeof config === "object" && config.text.includes("set_config")) {
+          seen.push(config.text.includes("INSERT INTO") ? (config.values?.[2] ?? "server default") : "off");
+        }
+        return query(config);
+      }) as never);
+      try {
+        const backend = await open({ pool, durability });
+        const { run } = await backend.createRun(runInput());
+        const c = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
+        await backend.saveSteps([startedStep(run.id, 1, c.epoch)], { epoch: c.epoch, sync: false });
+        await backend.saveSteps([fullStep(run.id, 1, c.epoch)], { epoch: c.epoch, sync: true });
+        await backend.renewLeases({
+          workerId: "w1",
+          now: T0 + 1,
+          leaseMs: LEASE_MS,
+          runs: [{ runId: c.id, epoch: c.epoch }],
+        });
+        expect((await backend.loadSteps(run.id))[0]?.status).toBe("completed");
+        return seen;
+      } finally {
+        await pool.end();
+      }
+    };
+    expect(await levels("machine")).toEqual(["off", "server default", "off"]);
+    expect(await levels("process")).toEqual(["off", "off", "off"]);
+  });
+
+  describe("errors", () => {
+    it("names the server and the fix when nothing listens at the URL", async () => {
+      const port = await closedPort();
+      const backend = make({
+        connectionString: `postgres://cairn:secret@127.0.0.1:${port}/app`,
+        connectTimeoutMs: 2_000,
+      });
+      const error = await initError(backend);
+      expect(error.message).toContain(`postgres://cairn@127.0.0.1:${port}/app`);
+      expect(error.message).not.toContain("secret");
+      expect(error.message).toMatch(/ECONNREFUSED.*check the host and port .* server is running/);
+      await expect(backend.getRun("x")).rejects.toThrow(/not open; call init\(\) first/);
+    });
+
+    it("names a database that does not exist", async () => {
+      const error = await initError(make({ connectionString: withDatabase(db.url, "cairn_no_such_database") }));
+      expect(error.message).toMatch(/database "cairn_no_such_database" does not exist \(3D000\); create the database/);
+    });
+
+    it("names a user the server refuses", async () => {
+      const url = new URL(db.url);
+      url.username = "cairn_no_such_role";
+      url.password = "wrong";
+      const error = await initError(make({ connectionString: url.toString() }));
+      expect(error.message).toMatch(/\((28P01|28000)\)/);
+      expect(error.message).toMatch(/"cairn_no_such_role".*check the user/);
+    });
+
+    it("names a missing permission, and runs on a schema an owner migrated for that role", async () => {
+      const role = `cairn_role_${Math.random().toString(36).slice(2, 8)}`;
+      roles.push(role);
+      await db.query(`CREATE ROLE ${role} LOGIN PASSWORD 'pw'`);
+      const url = new URL(db.url);
+      url.username = role;
+      url.password = "pw";
+      const schema = db.schema();
+      const error = await initError(make({ connectionString: url.toString(), schema }));
+      expect(error.message).toMatch(
+        /permission denied for database .*\(42501\); grant the role CREATE on the database/,
+      );
+
+      const owner = await open({ schema });
+      const q = pg.escapeIdentifier(schema);
+      await db.query(`GRANT USAGE ON SCHEMA ${q} TO ${role}`);
+      await db.query(`GRANT SELECT, INSERT, UPDATE ON ALL TABLES IN SCHEMA ${q} TO ${role}`);
+      const worker = await open({ connectionString: url.toString(), schema, migrate: false });
+      const { run } = await worker.createRun(runInput());
+      expect((await owner.getRun(run.id))?.id).toBe(run.id);
+    });
+
+    it("refuses bad options", () => {
+      expect(() => new PostgresBackend({ schema: "x".repeat(64) })).toThrow(InvalidDefinitionError);
+      expect(() => new PostgresBackend({ schema: "" })).toThrow(InvalidDefinitionError);
+      expect(() => new PostgresBackend({ max: 0 })).toThrow(/max must be/);
+      expect(() => new PostgresBackend({ pool: sharedPool, connectionString: db.url })).toThrow(/not both/);
+    });
+
+    it("refuses calls before init and after close, and leaves a pool it was given open", async () => {
+      const backend = make({ pool: sharedPool });
+      await expect(backend.getRun("x")).rejects.toThrow(/call init\(\) first/);
+      await backend.init();
+      await backend.init();
+      expect(await backend.getRun("x")).toBeUndefined();
+      await backend.close();
+      await backend.close();
+      await expect(backend.listRuns()).rejects.toBeInstanceOf(StorageError);
+      expect((await sharedPool.query("SELECT 1 AS one")).rows).toEqual([{ one: 1 }]);
+      await backend.init();
+      expect(await backend.listRuns()).toEqual([]);
+    });
+  });
+});
+
+describe("Runtime on PostgresBackend", () => {
+  it("runs a five-tool workflow to COMPLETED", async () => {
+    const add = (n: number) => defineTool({ run: (_ctx, { v }: { v: number }) => v + n });
+    const agent = defineAgent({
+      name: "pg_smoke",
+      tools: { t1: add(1), t2: add(2), t3: add(3), t4: add(4), t5: add(5) },
+      workflows: {
+        async chain(ctx, { start }: { start: number }) {
+          let v = start;
+          for (const tool of ["t1", "t2", "t3", "t4", "t5"] as const) v = await ctx.tool(tool, { v });
+          return { total: v };
+        },
+      },
+    });
+    const backend = new PostgresBackend({ connectionString: db.url, schema: db.schema() });
+    const runtime = new Runtime({ agents: [agent], backend, logger: silentLogger });
+    try {
+      await runtime.start();
+      const handle = await runtime.run(agent, "chain", { start: 10 });
+      expect(await handle.result({ timeoutMs: 10_000 })).toEqual({ total: 25 });
+      const history = await runtime.history(handle.id);
+      expect(history.transitions.map((t) => [t.from, t.to])).toEqual([
+        [null, "PENDING"],
+        ["PENDING", "RUNNING"],
+        ["RUNNING", "COMPLETED"],
+      ]);
+      expect(history.steps.map((s) => [s.seq, s.name, s.status, s.result])).toEqual([
+        [1, "t1", "completed", 11],
+        [2, "t2", "completed", 13],
+        [3, "t3", "completed", 16],
+        [4, "t4", "completed", 20],
+        [5, "t5", "completed", 25],
+      ]);
+      expect(history.run).toMatchObject({ state: "COMPLETED", epoch: 1, leaseOwner: null });
+    } finally {
+      await runtime.shutdown({ graceMs: 0 });
+      await db.dropSchema(backend.schema);
+    }
+  });
+});
+
+/** A local port with no listener. */
+async function closedPort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.on("error", reject);
+    probe.listen(0, "127.0.0.1", () => {
+      const address = probe.address();
+      const port = typeof address === "object" && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}

@@ -1,0 +1,456 @@
+import pg from "pg";
+import { InvalidDefinitionError, InvalidInputError, LeaseLostError, StorageError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
+import type {
+  ClaimRequest,
+  CreateRunInput,
+  RenewRequest,
+  RunFilter,
+  RuntimeBackend,
+  TransitionRequest,
+} from "../backend.ts";
+import { applyTransition, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
+import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
+import {
+  encode,
+  type RunRow,
+  rowToRun,
+  rowToStep,
+  rowToTransition,
+  runParams,
+  type StepRow,
+  stepColumns,
+  type TransitionRow,
+  TYPES,
+  transitionParams,
+} from "./postgres-schema.ts";
+import { type Sql, type Statements, statements } from "./postgres-statements.ts";
+
+/** Options of {@link PostgresBackend}. Give `connectionString` or `pool`, not both. */
+export interface PostgresBackendOptions {
+  /**
+   * Where to connect: `postgres://user:password@host:5432/database` (libpq-style parameters such
+   * as `?sslmode=require` work too). With neither this nor `pool`, pg's defaults apply: the
+   * `PGHOST`, `PGPORT`, `PGDATABASE`, `PGUSER` and `PGPASSWORD` environment variables.
+   * @default undefined
+   */
+  connectionString?: string;
+  /**
+   * A pool the application already has. The backend borrows it: `close()` does not end it, and
+   * `max`, `connectTimeoutMs` and `applicationName` do not apply. Its type parsers are left alone
+   * (the backend passes its own with every query).
+   * @default undefined (the backend makes and owns its pool)
+   */
+  pool?: pg.Pool;
+  /**
+   * The PostgreSQL schema that holds Cairn's tables, so that several applications (or test runs)
+   * can share one database. Created by the migrations when missing.
+   * @default "cairn"
+   */
+  schema?: string;
+  /**
+   * Whether `init()` applies pending schema migrations (under an advisory lock, so processes that
+   * start together apply each one once). With `false`, `init()` only checks the schema and refuses
+   * to start, with a `StorageError` that says what to do, when it is missing, older or newer than
+   * this version of Cairn: for deployments where a privileged role runs migrations and workers
+   * connect as a role that may not create tables.
+   * @default true
+   */
+  migrate?: boolean;
+  /**
+   * What a committed checkpoint survives. `"machine"`: a crash of the database server or its
+   * machine. Run creation, claims, transitions and every step write that carries a result wait
+   * for the WAL flush, at PostgreSQL's own `synchronous_commit` setting (`on` unless the server,
+   * database or role says otherwise; a `remote_apply` chosen for replicas is kept). Start records
+   * (`saveSteps` with `sync: false`) and lease renewals commit with `synchronous_commit = off`;
+   * the next synchronous commit covers them.
+   *
+   * `"process"`: a crash of any Cairn process, not of the database server. Every step write
+   * commits with `synchronous_commit = off`, so a server crash can lose the last moments of
+   * results (at most about 3 × `wal_writer_delay`, 600 ms by default) and those tools run again.
+   * Run creation, claims and transitions stay synchronous in both modes: they move the lease
+   * epoch, and an epoch that went backwards in a server crash could be handed to two workers,
+   * who outlive the server on other machines.
+   * @default "machine"
+   */
+  durability?: "process" | "machine";
+  /**
+   * Most connections the backend's pool opens. A worker needs about one per run it writes at the
+   * same moment; many worker processes multiply this against the server's `max_connections`.
+   * @default 10
+   */
+  max?: number;
+  /**
+   * How long opening a connection, or waiting for a free one in the pool, may take before the
+   * call fails with a `StorageError`.
+   * @default 10000
+   */
+  connectTimeoutMs?: number;
+  /**
+   * `application_name` of the connections, as `pg_stat_activity` shows it.
+   * @default "cairn"
+   */
+  applicationName?: string;
+}
+
+type Queryable = pg.Pool | pg.PoolClient;
+
+/**
+ * Stores runs in PostgreSQL through the `pg` driver: many worker processes on many machines share
+ * one database. Runs are claimed with `FOR UPDATE SKIP LOCKED`, every write is fenced by the
+ * lease epoch in the same transaction, and the schema is versioned and migrated on `init()`.
+ *
+ * Workers find new work by polling `claimRun` for now. Wake-ups over LISTEN/NOTIFY belong with
+ * the writes that make a run runnable or resolve what it waits for (createRun, a transition into
+ * PENDING or RESUMING): each will add a `pg_notify` to its own statement or transaction, so a
+ * wake-up goes out exactly when the write commits.
+ *
+ * @example
+ * import { Runtime } from "cairn";
+ * import { PostgresBackend } from "cairn/postgres";
+ * const backend = new PostgresBackend({ connectionString: process.env.DATABASE_URL });
+ * const runtime = new Runtime({ agents: [reportBuilder], backend });
+ * await runtime.start();
+ */
+export class PostgresBackend implements RuntimeBackend {
+  readonly name = "postgres";
+  /** The schema holding the tables (see {@link PostgresBackendOptions.schema}). */
+  readonly schema: string;
+  /** See {@link PostgresBackendOptions.durability}. */
+  readonly durability: "process" | "machine";
+  readonly #options: PostgresBackendOptions;
+  readonly #target: PostgresTarget;
+  readonly #s: Statements;
+  readonly #listRuns = new Map<string, Sql>();
+  /** Connections whose transaction could not be rolled back: closed, never reused. */
+  readonly #doomed = new WeakSet<pg.PoolClient>();
+  #pool: pg.Pool | undefined;
+  #opening: Promise<void> | undefined;
+
+  constructor(options: PostgresBackendOptions = {}) {
+    const schema = options.schema ?? "cairn";
+    if (schema === "" || Buffer.byteLength(schema) > 63 || schema.includes("\u0000")) {
+      throw new InvalidDefinitionError(
+        `PostgresBackend schema "${schema}" is not a usable PostgreSQL name; use 1 to 63 bytes without NUL`,
+      );
+    }
+    if (options.pool && options.connectionString !== undefined) {
+      throw new InvalidDefinitionError("PostgresBackend takes connectionString or pool, not both");
+    }
+    if (options.max !== undefined && !(Number.isInteger(options.max) && options.max >= 1)) {
+      throw new InvalidDefinitionError(`PostgresBackend max must be a whole number of at least 1, got ${options.max}`);
+    }
+    this.#options = options;
+    this.schema = schema;
+    this.durability = options.durability ?? "machine";
+    this.#target = describeTarget(options, schema);
+    this.#s = statements(schema);
+  }
+
+  /**
+   * Connects, then applies pending migrations (or, with `migrate: false`, checks the schema).
+   * Idempotent; after `close()` it opens a new pool.
+   */
+  async init(): Promise<void> {
+    if (this.#pool) return;
+    this.#opening ??= this.#open().finally(() => {
+      this.#opening = undefined;
+    });
+    return this.#opening;
+  }
+
+  /** Ends the pool the backend made (a pool passed in is left open). */
+  async close(): Promise<void> {
+    const pool = this.#pool;
+    this.#pool = undefined;
+    this.#listRuns.clear();
+    if (pool && pool !== this.#options.pool) await pool.end();
+  }
+
+  /**
+   * Applies pending migrations now, whatever the `migrate` option and whether or not the backend
+   * is open: what a deployment step (a future `cairn migrate`) runs as a role that may create
+   * tables. Returns the version found and the version left.
+   */
+  async migrate(): Promise<MigrationResult> {
+    const pool = this.#pool ?? this.#options.pool ?? this.#makePool();
+    try {
+      return await this.#withClient("migrate", (client) => applyMigrations(client, this.schema), pool);
+    } finally {
+      if (pool !== this.#pool && pool !== this.#options.pool) await pool.end().catch(() => undefined);
+    }
+  }
+
+  async createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }> {
+    const pool = this.#ready();
+    const { run, transition } = pendingRun(input);
+    return this.#call("createRun", async () => {
+      const written = await this.#query(pool, this.#s.createRun, [
+        ...runParams(run),
+        ...transitionParams(transition).slice(1),
+      ]);
+      if (written.length === 1) return { run, created: true };
+      // Nothing written: the key names a run already, or the id is taken.
+      if (input.key !== null) {
+        const [row] = await this.#query<RunRow>(pool, this.#s.getRunByKey, [input.agent, input.workflow, input.key]);
+        if (row) return { run: rowToRun(row), created: false };
+      }
+      throw new InvalidInputError(
+        `run id "${input.id}" already exists in schema "${this.schema}"; run ids must be unique`,
+      );
+    });
+  }
+
+  async getRun(runId: string): Promise<RunRecord | undefined> {
+    const pool = this.#ready();
+    return this.#call("getRun", async () => {
+      const [row] = await this.#query<RunRow>(pool, this.#s.getRun, [runId]);
+      return row && rowToRun(row);
+    });
+  }
+
+  async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    const pool = this.#ready();
+    const where: string[] = [];
+    const values: unknown[] = [];
+    if (filter.agent !== undefined) {
+      values.push(filter.agent);
+      where.push(`agent = $${values.length}`);
+    }
+    if (filter.workflow !== undefined) {
+      values.push(filter.workflow);
+      where.push(`workflow = $${values.length}`);
+    }
+    if (filter.state !== undefined) {
+      values.push([filter.state].flat());
+      where.push(`state = ANY ($${values.length}::text[])`);
+    }
+    const key = where.join(" AND ");
+    let statement = this.#listRuns.get(key);
+    if (!statement) {
+      statement = this.#s.listRuns(key, values.length + 1);
+      this.#listRuns.set(key, statement);
+    }
+    values.push(filter.limit ?? 100, filter.offset ?? 0);
+    const sql = statement;
+    return this.#call("listRuns", async () => (await this.#query<RunRow>(pool, sql, values)).map(rowToRun));
+  }
+
+  async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "claimRun", async (client) => {
+      // A named run is waited for when another transaction holds it (it may be claimable once
+      // that commits); the next runnable run skips the ones other workers are claiming.
+      const [row] =
+        request.runId === undefined
+          ? await this.#query<RunRow>(client, this.#s.claimNext, [request.now, request.agents ?? null])
+          : await this.#query<RunRow>(client, this.#s.lockRun, [request.runId]);
+      if (!row) return undefined;
+      const run = rowToRun(row);
+      if (!isClaimable(run, request.now, request.agents)) return undefined;
+      const next = claimed(run, request.workerId, request.now, request.leaseMs);
+      await this.#query(client, this.#s.setLease, [
+        next.id,
+        next.epoch,
+        next.leaseOwner,
+        next.leaseExpiresAt,
+        next.updatedAt,
+      ]);
+      return next;
+    });
+  }
+
+  async renewLeases(request: RenewRequest): Promise<string[]> {
+    const pool = this.#ready();
+    if (request.runs.length === 0) return [];
+    return this.#call("renewLeases", async () => {
+      const renewed = await this.#query<{ id: string }>(pool, this.#s.renewLeases, [
+        request.now + request.leaseMs,
+        request.runs.map((r) => r.runId),
+        request.runs.map((r) => r.epoch),
+        request.workerId,
+      ]);
+      const kept = new Set(renewed.map((r) => r.id));
+      return request.runs.filter((r) => !kept.has(r.runId)).map((r) => r.runId);
+    });
+  }
+
+  async listExpiredLeases(now: number, limit: number): Promise<RunRecord[]> {
+    const pool = this.#ready();
+    return this.#call("listExpiredLeases", async () =>
+      (await this.#query<RunRow>(pool, this.#s.listExpired, [now, limit])).map(rowToRun),
+    );
+  }
+
+  async listRecoverable(maxRecoveries: number, limit: number): Promise<RunRecord[]> {
+    const pool = this.#ready();
+    return this.#call("listRecoverable", async () =>
+      (await this.#query<RunRow>(pool, this.#s.listRecoverable, [maxRecoveries, limit])).map(rowToRun),
+    );
+  }
+
+  async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "transition", async (client) => {
+      // The row stays locked until commit, so the rule is applied to the run as it is stored.
+      const [row] = await this.#query<RunRow>(client, this.#s.lockRun, [request.runId]);
+      const result = applyTransition(row && rowToRun(row), request);
+      const { run } = result;
+      const patch = request.patch ?? {};
+      const setOutput = patch.output !== undefined;
+      const setError = patch.error !== undefined;
+      await this.#query(client, this.#s.writeTransition, [
+        run.id,
+        run.state,
+        run.pausedReason,
+        setOutput,
+        setOutput ? encode(patch.output) : null,
+        setError,
+        setError ? encode(patch.error ?? undefined) : null,
+        run.epoch,
+        run.leaseOwner,
+        run.leaseExpiresAt,
+        run.recoveries,
+        run.lastTransitionId,
+        run.updatedAt,
+        ...transitionParams(result.transition).slice(1),
+      ]);
+      return result;
+    });
+  }
+
+  async listTransitions(runId: string): Promise<TransitionRecord[]> {
+    const pool = this.#ready();
+    return this.#call("listTransitions", async () =>
+      (await this.#query<TransitionRow>(pool, this.#s.listTransitions, [runId])).map(rowToTransition),
+    );
+  }
+
+  async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
+    const pool = this.#ready();
+    const first = steps[0];
+    if (!first) return;
+    if (steps.some((step) => step.runId !== first.runId)) {
+      throw new InvalidInputError("saveSteps takes the steps of one run");
+    }
+    const commitLevel = options.sync && this.durability === "machine" ? null : "off";
+    return this.#call("saveSteps", async () => {
+      const written = await this.#query(pool, this.#s.saveSteps, [
+        first.runId,
+        options.epoch,
+        commitLevel,
+        ...stepColumns(steps),
+      ]);
+      if (written.length > 0) return;
+      // The fence refused the write, which therefore changed nothing; the epoch read now only
+      // words the error.
+      const [run] = await this.#query<{ epoch: number }>(pool, this.#s.getEpoch, [first.runId]);
+      if (!run) throw new LeaseLostError(`run ${first.runId} does not exist; step ${first.seq} not saved`);
+      throw new LeaseLostError(
+        `run ${first.runId}: step ${first.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+      );
+    });
+  }
+
+  async loadSteps(runId: string): Promise<StepRecord[]> {
+    const pool = this.#ready();
+    return this.#call("loadSteps", async () =>
+      (await this.#query<StepRow>(pool, this.#s.loadSteps, [runId])).map(rowToStep),
+    );
+  }
+
+  async #open(): Promise<void> {
+    const pool = this.#options.pool ?? this.#makePool();
+    try {
+      await this.#withClient(
+        "init",
+        async (client) => {
+          if (this.#options.migrate === false) await checkSchema(client, this.schema);
+          else await applyMigrations(client, this.schema);
+        },
+        pool,
+      );
+    } catch (error) {
+      if (pool !== this.#options.pool) await pool.end().catch(() => undefined);
+      throw error;
+    }
+    this.#pool = pool;
+  }
+
+  #makePool(): pg.Pool {
+    const pool = new pg.Pool({
+      ...(this.#options.connectionString === undefined ? {} : { connectionString: this.#options.connectionString }),
+      max: this.#options.max ?? 10,
+      connectionTimeoutMillis: this.#options.connectTimeoutMs ?? 10_000,
+      application_name: this.#options.applicationName ?? "cairn",
+    });
+    // An idle connection that the server drops (a restart, an idle timeout) is reported here and
+    // removed from the pool; the next query opens a new one. Without a listener, pg's 'error'
+    // event would end the process.
+    pool.on("error", () => {});
+    return pool;
+  }
+
+  #ready(): pg.Pool {
+    if (!this.#pool) {
+      throw new StorageError(
+        `PostgresBackend for ${this.#target.url} (schema "${this.schema}") is not open; call init() first (and not after close())`,
+      );
+    }
+    return this.#pool;
+  }
+
+  #query<R = unknown>(on: Queryable, statement: Sql, values: unknown[]): Promise<R[]> {
+    return on
+      .query<pg.QueryResultRow>({ name: statement.name, text: statement.text, values, types: TYPES })
+      .then((result) => result.rows as R[]);
+  }
+
+  async #call<T>(operation: string, work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (error) {
+      throw toStorageError(error, this.#target, operation);
+    }
+  }
+
+  async #withClient<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>, pool: pg.Pool): Promise<T> {
+    let client: pg.PoolClient | undefined;
+    let discard = false;
+    try {
+      client = await pool.connect();
+      return await work(client);
+    } catch (error) {
+      discard = client !== undefined && (this.#doomed.has(client) || isConnectionError(error));
+      throw toStorageError(error, this.#target, operation);
+    } finally {
+      // release(true) closes the connection instead of handing it to the next caller.
+      client?.release(discard);
+    }
+  }
+
+  /**
+   * Runs `work` in BEGIN … COMMIT on one connection; any error rolls back. A connection whose
+   * rollback failed, or that failed at the network level, is closed rather than returned to the
+   * pool in an unknown state.
+   */
+  #transaction<T>(pool: pg.Pool, operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.#withClient(
+      operation,
+      async (client) => {
+        await client.query("BEGIN");
+        let result: T;
+        try {
+          result = await work(client);
+        } catch (error) {
+          await client.query("ROLLBACK").catch(() => this.#doomed.add(client));
+          throw error;
+        }
+        await client.query("COMMIT");
+        return result;
+      },
+      pool,
+    );
+  }
+}

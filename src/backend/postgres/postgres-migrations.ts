@@ -1,0 +1,197 @@
+import { createHash } from "node:crypto";
+import type pg from "pg";
+import { StorageError } from "../../core/errors.ts";
+import { OWNED_STATES } from "../../core/run-state.ts";
+import { quoteIdent } from "./postgres-schema.ts";
+
+/**
+ * Versioned migrations of the PostgreSQL schema. Every Cairn table lives in one schema (the
+ * backend's `schema` option), beside a `cairn_migrations` table that records which versions were
+ * applied. Migrations only ever get appended: version N's SQL never changes once released.
+ */
+
+/** One schema migration. */
+export interface Migration {
+  version: number;
+  name: string;
+  /** The DDL, for the schema whose quoted name is given. */
+  sql(schema: string): string;
+}
+
+const OWNED_LIST = [...OWNED_STATES].map((s) => `'${s}'`).join(", ");
+
+/** Every migration, in order. */
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    name: "runs, transitions and steps",
+    // Identifiers compare bytewise (COLLATE "C"), as in SQLite and in JavaScript, so that the
+    // tie-breaks of every ORDER BY agree across backends. fillfactor leaves room on each page of
+    // `runs` for HOT updates: a lease renewal changes no indexed column.
+    sql: (s) => `
+CREATE TABLE ${s}.runs (
+  id                 TEXT COLLATE "C" PRIMARY KEY,
+  agent              TEXT COLLATE "C" NOT NULL,
+  workflow           TEXT COLLATE "C" NOT NULL,
+  run_key            TEXT COLLATE "C",
+  state              TEXT NOT NULL,
+  paused_reason      TEXT,
+  input              JSON NOT NULL,
+  output             JSON,
+  error              JSON,
+  epoch              INTEGER NOT NULL,
+  lease_owner        TEXT,
+  lease_expires_at   BIGINT,
+  recoveries         INTEGER NOT NULL,
+  last_transition_id INTEGER NOT NULL,
+  versions           JSON NOT NULL,
+  meta               JSON NOT NULL,
+  created_at         BIGINT NOT NULL,
+  updated_at         BIGINT NOT NULL
+) WITH (fillfactor = 80);
+CREATE UNIQUE INDEX runs_by_key ON ${s}.runs (agent, workflow, run_key) WHERE run_key IS NOT NULL;
+CREATE INDEX runs_by_created ON ${s}.runs (created_at, id);
+CREATE INDEX runs_by_state ON ${s}.runs (state, created_at, id);
+-- Claims: the runnable runs, oldest first.
+CREATE INDEX runs_runnable ON ${s}.runs (created_at, id) WHERE state IN ('PENDING', 'RESUMING');
+-- Lease expiry: the runs a worker owns. lease_expires_at is deliberately not indexed, so that a
+-- renewal stays a HOT update; the owned runs are few (bounded by the workers' concurrency).
+CREATE INDEX runs_owned ON ${s}.runs (state) WHERE state IN (${OWNED_LIST});
+
+CREATE TABLE ${s}.transitions (
+  run_id        TEXT COLLATE "C" NOT NULL REFERENCES ${s}.runs (id),
+  id            INTEGER NOT NULL,
+  at            BIGINT NOT NULL,
+  actor_kind    TEXT NOT NULL,
+  actor_id      TEXT NOT NULL,
+  from_state    TEXT,
+  to_state      TEXT NOT NULL,
+  paused_reason TEXT,
+  reason        TEXT NOT NULL,
+  versions      JSON NOT NULL,
+  PRIMARY KEY (run_id, id)
+);
+
+CREATE TABLE ${s}.steps (
+  run_id      TEXT COLLATE "C" NOT NULL REFERENCES ${s}.runs (id),
+  seq         INTEGER NOT NULL,
+  kind        TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  status      TEXT NOT NULL,
+  args_digest TEXT NOT NULL,
+  args        JSON,
+  result      JSON,
+  error       JSON,
+  attempts    JSON NOT NULL,
+  heartbeat   JSON,
+  usage       JSON,
+  started_at  BIGINT NOT NULL,
+  ended_at    BIGINT,
+  epoch       INTEGER NOT NULL,
+  PRIMARY KEY (run_id, seq)
+);
+`,
+  },
+];
+
+/** The schema version this code reads and writes. */
+export const SCHEMA_VERSION = MIGRATIONS.reduce((max, m) => Math.max(max, m.version), 0);
+
+/** What {@link applyMigrations} did: the version found and the version left. */
+export interface MigrationResult {
+  from: number;
+  to: number;
+}
+
+/** The first key of every Cairn advisory lock ("CAIR"); the second names the schema. */
+const LOCK_CLASS = 0x43414952;
+
+function lockKey(schema: string): number {
+  return createHash("sha256").update(`cairn:migrate:${schema}`).digest().readInt32BE(0);
+}
+
+/**
+ * The applied version of `schema`: 0 when the schema or its `cairn_migrations` table does not
+ * exist. Reads the catalog first, so a role without CREATE rights can check a current schema.
+ * The catalog is read with a query rather than `to_regclass`: a name lookup may answer from this
+ * connection's cache, which does not yet know what another process created while this one waited
+ * for the migration lock.
+ */
+export async function schemaVersion(client: pg.PoolClient, schema: string): Promise<number> {
+  const { rowCount } = await client.query(
+    `SELECT 1 FROM pg_catalog.pg_class c JOIN pg_catalog.pg_namespace n ON n.oid = c.relnamespace
+     WHERE n.nspname = $1 AND c.relname = 'cairn_migrations'`,
+    [schema],
+  );
+  if (!rowCount) return 0;
+  const { rows } = await client.query<{ version: number | null }>(
+    `SELECT max(version) AS version FROM ${quoteIdent(schema)}.cairn_migrations`,
+  );
+  return rows[0]?.version ?? 0;
+}
+
+function newerError(schema: string, found: number): StorageError {
+  return new StorageError(
+    `schema "${schema}" has Cairn schema version ${found}, newer than this version of Cairn understands (${SCHEMA_VERSION}); upgrade Cairn, or point the schema option at another schema`,
+  );
+}
+
+/**
+ * Brings `schema` to {@link SCHEMA_VERSION}: creates the schema when missing and applies every
+ * migration newer than the one recorded, all in one transaction under an advisory lock, so two
+ * processes starting together apply each migration once. Refuses a schema newer than this code.
+ */
+export async function applyMigrations(client: pg.PoolClient, schema: string): Promise<MigrationResult> {
+  const current = await schemaVersion(client, schema);
+  if (current > SCHEMA_VERSION) throw newerError(schema, current);
+  if (current === SCHEMA_VERSION) return { from: current, to: current };
+  const q = quoteIdent(schema);
+  await client.query("BEGIN");
+  try {
+    await client.query("SELECT pg_advisory_xact_lock($1, $2)", [LOCK_CLASS, lockKey(schema)]);
+    // Read again under the lock: another process may have migrated while this one waited.
+    const from = await schemaVersion(client, schema);
+    if (from > SCHEMA_VERSION) throw newerError(schema, from);
+    if (from === 0) {
+      const exists = await client.query("SELECT 1 FROM pg_namespace WHERE nspname = $1", [schema]);
+      if (exists.rowCount === 0) await client.query(`CREATE SCHEMA ${q}`);
+      await client.query(
+        `CREATE TABLE IF NOT EXISTS ${q}.cairn_migrations (
+           version    INTEGER PRIMARY KEY,
+           name       TEXT NOT NULL,
+           applied_at TIMESTAMPTZ NOT NULL DEFAULT now()
+         )`,
+      );
+    }
+    for (const migration of MIGRATIONS) {
+      if (migration.version <= from) continue;
+      await client.query(migration.sql(q));
+      await client.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    await client.query("COMMIT");
+    return { from, to: SCHEMA_VERSION };
+  } catch (error) {
+    await client.query("ROLLBACK").catch(() => undefined);
+    throw error;
+  }
+}
+
+/**
+ * Checks that `schema` is at {@link SCHEMA_VERSION} without changing anything (`migrate: false`);
+ * otherwise throws a `StorageError` that says what to do.
+ */
+export async function checkSchema(client: pg.PoolClient, schema: string): Promise<void> {
+  const found = await schemaVersion(client, schema);
+  if (found === SCHEMA_VERSION) return;
+  if (found > SCHEMA_VERSION) throw newerError(schema, found);
+  const fix =
+    "apply the migrations first: start a PostgresBackend with migrate: true (the default) or call its migrate() method, as a role that may create tables in the schema";
+  throw new StorageError(
+    found === 0
+      ? `schema "${schema}" has no Cairn tables (no migration recorded in ${schema}.cairn_migrations) and the backend was started with migrate: false; ${fix}`
+      : `schema "${schema}" is at Cairn schema version ${found}, this version of Cairn needs ${SCHEMA_VERSION} and the backend was started with migrate: false; ${fix}`,
+  );
+}
