@@ -134,9 +134,11 @@ describe("two processes on one SQLite file", () => {
       expect(interrupted?.actor.kind).toBe(signal === "SIGTERM" ? "worker" : "system");
       expect(interrupted?.reason).toContain(claimedByA?.actor.id);
       expect(resumedByB?.actor.id).not.toBe(claimedByA?.actor.id);
-      // Tools with saved results ran once; the one in flight at most once more.
+      // Tools with saved results ran once; the one in flight at most once more. Tool 1's result
+      // was committed before tool 2 ran (with tool 2's start record); tool 2 may have finished
+      // without its result committed yet when the signal came, and so be the one that runs again.
       const counts = runs(dir);
-      expect(counts.slice(0, 2)).toEqual([1, 1]);
+      expect(counts[0]).toBe(1);
       expect(counts.every((n) => n >= 1 && n <= 2)).toBe(true);
       expect(counts.filter((n) => n === 2).length).toBeLessThanOrEqual(1);
     });

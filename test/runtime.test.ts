@@ -550,6 +550,8 @@ describe("recovery", () => {
       at: Date.now(),
       fence: { takeover: { epoch: held.epoch, leaseExpiresAt: held.leaseExpiresAt } },
     });
+    // r1 is as good as dead: its process goes away (having lost the run, it records nothing).
+    await r1.shutdown({ graceMs: 0 });
     const twice = await backend.getRun("run_twice");
     expect(twice?.state).toBe("INTERRUPTED");
     expect(twice?.recoveries).toBe(1);

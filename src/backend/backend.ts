@@ -64,7 +64,24 @@ export interface RuntimeBackend {
   saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void>;
   /** All steps of a run in seq order. */
   loadSteps(runId: string): Promise<StepRecord[]>;
+
+  /**
+   * Optional wake-ups, so that workers and waiters need not wait for their next poll: `listener`
+   * hears of every run that became runnable (created, or moved to PENDING or RESUMING) and every
+   * run that reached a terminal state, in any process using the same storage, once the write
+   * has committed. After a lost connection is re-established it hears `reconnected` (wake-ups
+   * may have been missed: look again). Backends without it are polled. Returns the unsubscribe
+   * function.
+   */
+  subscribe?(listener: (wake: Wake) => void): Promise<() => Promise<void>>;
 }
+
+/** What a wake-up says. */
+export type Wake =
+  | { kind: "runnable"; runId: string }
+  | { kind: "ended"; runId: string }
+  /** The subscription was re-established; anything may have happened meanwhile. */
+  | { kind: "reconnected" };
 
 /** What `createRun` needs. */
 export interface CreateRunInput {

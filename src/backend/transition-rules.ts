@@ -1,7 +1,8 @@
 import { IllegalTransitionError, LeaseLostError, RunNotFoundError } from "../core/errors.ts";
 import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import { isTerminal, type RunState } from "../core/run-state.ts";
 import { assertTransition } from "../core/transitions.ts";
-import type { CreateRunInput, TransitionRequest } from "./backend.ts";
+import type { CreateRunInput, TransitionRequest, Wake } from "./backend.ts";
 
 /**
  * The checks and the arithmetic of a transition, shared by every backend so that they agree
@@ -124,4 +125,11 @@ export function isClaimable(run: RunRecord, now: number, agents?: readonly strin
 /** The run after a claim by `workerId`. */
 export function claimed(run: RunRecord, workerId: string, now: number, leaseMs: number): RunRecord {
   return { ...run, epoch: run.epoch + 1, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, updatedAt: now };
+}
+
+/** The wake-up a transition into `state` sends, if any (shared by the backends). */
+export function wakeFor(runId: string, state: RunState): Exclude<Wake, { kind: "reconnected" }> | undefined {
+  if (state === "PENDING" || state === "RESUMING") return { kind: "runnable", runId };
+  if (isTerminal(state)) return { kind: "ended", runId };
+  return undefined;
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
-import type { RunFilter, RuntimeBackend } from "../backend/backend.ts";
+import type { RunFilter, RuntimeBackend, Wake } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
 import {
   IllegalTransitionError,
@@ -82,9 +82,10 @@ export class Runtime {
   readonly #logger: Logger;
   readonly #worker: Worker | undefined;
   readonly #listeners = new Set<Listener>();
-  readonly #waiters = new Map<string, Set<(terminal: RunRecord) => void>>();
+  readonly #waiters = new Map<string, Set<(terminal?: RunRecord) => void>>();
   #started: Promise<void> | undefined;
   #closed = false;
+  #unsubscribe: (() => Promise<void>) | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
 
@@ -145,6 +146,7 @@ export class Runtime {
   start(options: { handleSignals?: boolean } = {}): Promise<void> {
     this.#started ??= (async () => {
       await this.backend.init();
+      if (this.backend.subscribe) this.#unsubscribe = await this.backend.subscribe((wake) => this.#onWake(wake));
       this.#worker?.start();
       if (options.handleSignals) {
         const handler = (signal: NodeJS.Signals) => {
@@ -382,6 +384,7 @@ export class Runtime {
         options.graceMs ?? this.#options.shutdownGraceMs ?? 10_000,
         options.reason ?? "shutdown",
       );
+      await this.#unsubscribe?.().catch(() => {});
       this.#backendClosed = true;
       await this.backend.close();
     }
@@ -390,6 +393,14 @@ export class Runtime {
   /** Same as `shutdown()`. */
   close(): Promise<void> {
     return this.shutdown();
+  }
+
+  /** A wake-up from the backend: work for the worker, or a run that ended in another process. */
+  #onWake(wake: Wake): void {
+    if (wake.kind !== "ended") this.#worker?.poke();
+    const waiting = wake.kind === "reconnected" ? [...this.#waiters.values()] : [this.#waiters.get(wake.runId)];
+    // Woken without a run: each waiter reads the run again.
+    for (const waiters of waiting) for (const done of [...(waiters ?? [])]) done();
   }
 
   #emit(transition: TransitionRecord, run: RunRecord): void {

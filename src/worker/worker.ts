@@ -14,7 +14,11 @@ export interface WorkerOptions {
   concurrency?: number;
   /** How long a claim lasts without renewal; a crashed worker's runs are recovered after this. @default 15000 */
   leaseMs?: number;
-  /** How often to look for runs started elsewhere and for lapsed leases. @default 500 */
+  /**
+   * How often to look for runs started elsewhere and for lapsed leases. With a backend that sends
+   * wake-ups (`subscribe`) this is only the fallback.
+   * @default 500, or 2000 when the backend sends wake-ups
+   */
   pollIntervalMs?: number;
   /**
    * Automatic recovery of INTERRUPTED runs: each run is resumed at most this many times without
@@ -71,7 +75,8 @@ export class Worker {
     this.#opts = {
       concurrency: options.concurrency ?? 16,
       leaseMs,
-      pollIntervalMs: options.pollIntervalMs ?? 500,
+      // With wake-ups from the backend, polling is only the fallback.
+      pollIntervalMs: options.pollIntervalMs ?? (deps.backend.subscribe ? 2000 : 500),
       maxAutoRecoveries: options.maxAutoRecoveries ?? 3,
       detectDeadLocalOwners: options.detectDeadLocalOwners ?? true,
     };

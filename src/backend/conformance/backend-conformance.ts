@@ -1,9 +1,10 @@
-import { afterEach, beforeEach, describe } from "vitest";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RuntimeBackend } from "../backend.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
 import { describeSteps } from "./steps-conformance.ts";
 import { describeTransitions } from "./transitions-conformance.ts";
+import { describeWakeUps } from "./wakeups-conformance.ts";
 
 /** Options of {@link runBackendConformance}. */
 export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBackend> {
@@ -12,6 +13,12 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
    * @default nothing
    */
   cleanup?: (backend: B) => Promise<void>;
+  /**
+   * Whether the backend implements the optional `subscribe()` (wake-ups): its tests run, or the
+   * suite checks that it is absent.
+   * @default false
+   */
+  wakeUps?: boolean;
 }
 
 /**
@@ -59,5 +66,12 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeLeases(use);
     describeTransitions(use);
     describeSteps(use);
+    if (options.wakeUps) {
+      describeWakeUps(use);
+    } else {
+      it("has no subscribe(): workers poll it", () => {
+        expect(use().subscribe).toBeUndefined();
+      });
+    }
   });
 }

@@ -8,8 +8,9 @@ import type {
   RunFilter,
   RuntimeBackend,
   TransitionRequest,
+  Wake,
 } from "../backend.ts";
-import { applyTransition, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { applyTransition, claimed, isClaimable, pendingRun, wakeFor } from "../transition-rules.ts";
 
 /**
  * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
@@ -21,6 +22,7 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #keys = new Map<string, string>();
   readonly #transitions = new Map<string, TransitionRecord[]>();
   readonly #steps = new Map<string, Map<number, StepRecord>>();
+  readonly #listeners = new Set<(wake: Wake) => void>();
 
   async init(): Promise<void> {}
   async close(): Promise<void> {}
@@ -37,6 +39,7 @@ export class InMemoryBackend implements RuntimeBackend {
     this.#runs.set(run.id, run);
     if (keyId !== null) this.#keys.set(keyId, run.id);
     this.#transitions.set(run.id, [transition]);
+    this.#wake({ kind: "runnable", runId: run.id });
     this.#steps.set(run.id, new Map());
     return { run: { ...run }, created: true };
   }
@@ -106,6 +109,8 @@ export class InMemoryBackend implements RuntimeBackend {
     const result = applyTransition(this.#runs.get(request.runId), request);
     this.#runs.set(result.run.id, result.run);
     (this.#transitions.get(result.run.id) as TransitionRecord[]).push(result.transition);
+    const wake = wakeFor(result.run.id, result.run.state);
+    if (wake) this.#wake(wake);
     return { run: { ...result.run }, transition: result.transition };
   }
 
@@ -128,6 +133,21 @@ export class InMemoryBackend implements RuntimeBackend {
       if (step.runId !== first.runId) throw new InvalidInputError("saveSteps takes the steps of one run");
       stored.set(step.seq, { ...step, attempts: step.attempts.map((a) => ({ ...a })), epoch: options.epoch });
     }
+  }
+
+  async subscribe(listener: (wake: Wake) => void): Promise<() => Promise<void>> {
+    this.#listeners.add(listener);
+    return async () => {
+      this.#listeners.delete(listener);
+    };
+  }
+
+  /** After the write, like a commit: listeners run on a later tick, never inside the caller's write. */
+  #wake(wake: Wake): void {
+    if (this.#listeners.size === 0) return;
+    queueMicrotask(() => {
+      for (const listener of this.#listeners) listener(wake);
+    });
   }
 
   async loadSteps(runId: string): Promise<StepRecord[]> {

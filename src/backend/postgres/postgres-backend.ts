@@ -8,9 +8,11 @@ import type {
   RunFilter,
   RuntimeBackend,
   TransitionRequest,
+  Wake,
 } from "../backend.ts";
-import { applyTransition, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { applyTransition, claimed, isClaimable, pendingRun, wakeFor } from "../transition-rules.ts";
 import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
+import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
   encode,
@@ -101,10 +103,9 @@ type Queryable = pg.Pool | pg.PoolClient;
  * one database. Runs are claimed with `FOR UPDATE SKIP LOCKED`, every write is fenced by the
  * lease epoch in the same transaction, and the schema is versioned and migrated on `init()`.
  *
- * Workers find new work by polling `claimRun` for now. Wake-ups over LISTEN/NOTIFY belong with
- * the writes that make a run runnable or resolve what it waits for (createRun, a transition into
- * PENDING or RESUMING): each will add a `pg_notify` to its own statement or transaction, so a
- * wake-up goes out exactly when the write commits.
+ * Workers and waiters are woken over LISTEN/NOTIFY (see {@link PostgresBackend.subscribe}): a
+ * new run, a transition into PENDING or RESUMING and a transition into a terminal state send a
+ * `pg_notify` that goes out when the write commits. Polling stays as the slow fallback.
  *
  * @example
  * import { Runtime } from "cairn";
@@ -122,6 +123,7 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #options: PostgresBackendOptions;
   readonly #target: PostgresTarget;
   readonly #s: Statements;
+  readonly #channel: string;
   readonly #listRuns = new Map<string, Sql>();
   /** Connections whose transaction could not be rolled back: closed, never reused. */
   readonly #doomed = new WeakSet<pg.PoolClient>();
@@ -146,6 +148,7 @@ export class PostgresBackend implements RuntimeBackend {
     this.durability = options.durability ?? "machine";
     this.#target = describeTarget(options, schema);
     this.#s = statements(schema);
+    this.#channel = wakeChannel(schema);
   }
 
   /**
@@ -190,7 +193,12 @@ export class PostgresBackend implements RuntimeBackend {
         ...runParams(run),
         ...transitionParams(transition).slice(1),
       ]);
-      if (written.length === 1) return { run, created: true };
+      if (written.length === 1) {
+        // After the commit, so a woken worker finds the run; were this process to die in between,
+        // the workers' polling finds it instead.
+        await this.#query(pool, this.#s.notify, [this.#channel, wakePayload({ kind: "runnable", runId: run.id })]);
+        return { run, created: true };
+      }
       // Nothing written: the key names a run already, or the id is taken.
       if (input.key !== null) {
         const [row] = await this.#query<RunRow>(pool, this.#s.getRunByKey, [input.agent, input.workflow, input.key]);
@@ -316,8 +324,30 @@ export class PostgresBackend implements RuntimeBackend {
         run.updatedAt,
         ...transitionParams(result.transition).slice(1),
       ]);
+      // Sent when the transaction commits, and only then.
+      const wake = wakeFor(run.id, run.state);
+      if (wake) await this.#query(client, this.#s.notify, [this.#channel, wakePayload(wake)]);
       return result;
     });
+  }
+
+  /**
+   * Wake-ups over LISTEN/NOTIFY on one dedicated connection (outside the pool), re-established
+   * with backoff when it drops, after which the listener hears `reconnected`.
+   */
+  async subscribe(listener: (wake: Wake) => void): Promise<() => Promise<void>> {
+    const pool = this.#ready();
+    const wakeListener = new WakeListener({
+      channel: this.#channel,
+      onWake: listener,
+      connect: () => {
+        const client = new pg.Client({ ...pool.options, application_name: "cairn-listener" });
+        client.on("error", () => {});
+        return client;
+      },
+    });
+    await this.#call("subscribe", () => wakeListener.start());
+    return () => wakeListener.stop();
   }
 
   async listTransitions(runId: string): Promise<TransitionRecord[]> {

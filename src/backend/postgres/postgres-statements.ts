@@ -45,6 +45,7 @@ export interface Statements {
   getRunByKey: Sql;
   getEpoch: Sql;
   createRun: Sql;
+  notify: Sql;
   claimNext: Sql;
   setLease: Sql;
   renewLeases: Sql;
@@ -131,6 +132,8 @@ export function statements(schema: string): Statements {
        FROM run`,
     ),
     listTransitions: sql(`SELECT ${TRANSITION_COLUMNS} FROM ${s}.transitions WHERE run_id = $1 ORDER BY id`),
+    // Inside a transaction the notification goes out when it commits; outside, at once.
+    notify: sql("SELECT pg_notify($1, $2)"),
     // Fence and upsert in one statement, hence one transaction. FOR SHARE holds the run row
     // against a concurrent claim or takeover until this commits, and a claim that committed first
     // is seen (the row is re-read after the wait), so no step is written under an epoch that has

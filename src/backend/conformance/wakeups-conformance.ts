@@ -1,0 +1,73 @@
+import { describe, expect, it } from "vitest";
+import type { RuntimeBackend, Wake } from "../backend.ts";
+import { move, newRun, runningRun, T0, type UseBackend } from "./conformance-fixtures.ts";
+
+/** Collects the wake-ups a backend sends, with a way to wait for one. */
+async function listen(backend: RuntimeBackend) {
+  const heard: Wake[] = [];
+  const waiters: (() => void)[] = [];
+  if (!backend.subscribe) throw new Error("this backend has no subscribe()");
+  const unsubscribe = await backend.subscribe((wake) => {
+    heard.push(wake);
+    for (const w of waiters.splice(0)) w();
+  });
+  const until = async (check: (w: Wake) => boolean, what: string) => {
+    const deadline = Date.now() + 5000;
+    while (!heard.some(check)) {
+      if (Date.now() > deadline) throw new Error(`no wake-up: ${what} (heard ${JSON.stringify(heard)})`);
+      await new Promise<void>((resolve) => {
+        waiters.push(resolve);
+        setTimeout(resolve, 50);
+      });
+    }
+  };
+  return { heard, until, unsubscribe };
+}
+
+/** subscribe(): wake-ups for runnable and ended runs, after the write. */
+export function describeWakeUps(use: UseBackend): void {
+  describe("subscribe", () => {
+    it("wakes on a new run, a move to RESUMING and a terminal state, not on other moves", async () => {
+      const b = use();
+      const { heard, until, unsubscribe } = await listen(b);
+      try {
+        const run = await newRun(b);
+        await until((w) => w.kind === "runnable" && w.runId === run.id, "new run");
+        // The run is visible to whoever was woken.
+        expect((await b.getRun(run.id))?.state).toBe("PENDING");
+
+        const running = await runningRun(b);
+        const interrupted = await b.transition(
+          move(running, "RUNNING", "INTERRUPTED", {
+            fence: { takeover: { epoch: running.epoch, leaseExpiresAt: running.leaseExpiresAt } },
+          }),
+        );
+        const resuming = await b.transition(
+          move(interrupted.run, "INTERRUPTED", "RESUMING", { fence: { unowned: true, now: T0 } }),
+        );
+        await until((w) => w.kind === "runnable" && w.runId === running.id, "RESUMING");
+        const claimed = await b.claimRun({ workerId: "w9", now: T0, leaseMs: 1000, runId: running.id });
+        const rerun = await b.transition(move(claimed ?? resuming.run, "RESUMING", "RUNNING"));
+        await b.transition(move(rerun.run, "RUNNING", "COMPLETED", { patch: { output: 1, releaseLease: true } }));
+        const ends = () => heard.filter((w) => w.kind === "ended" && w.runId === running.id).length;
+        await until(() => ends() >= 2, "COMPLETED (after INTERRUPTED)");
+        // Created; INTERRUPTED (terminal: it ended too); RESUMING; COMPLETED. RUNNING sends nothing.
+        const kinds = heard.filter((w) => "runId" in w && w.runId === running.id).map((w) => w.kind);
+        expect(kinds).toEqual(["runnable", "ended", "runnable", "ended"]);
+      } finally {
+        await unsubscribe();
+      }
+    });
+
+    it("sends nothing after unsubscribe", async () => {
+      const b = use();
+      const { heard, until, unsubscribe } = await listen(b);
+      const first = await newRun(b);
+      await until((w) => "runId" in w && w.runId === first.id, "first run");
+      await unsubscribe();
+      const second = await newRun(b);
+      await new Promise((r) => setTimeout(r, 200));
+      expect(heard.some((w) => "runId" in w && w.runId === second.id)).toBe(false);
+    });
+  });
+}

@@ -1,0 +1,104 @@
+import { createHash } from "node:crypto";
+import pg from "pg";
+import type { Wake } from "../backend.ts";
+
+/**
+ * The NOTIFY channel of a schema. Channel names are identifiers (63 bytes at most), so a long
+ * schema name is replaced by a digest of it.
+ */
+export function wakeChannel(schema: string): string {
+  const name = `cairn_wake_${schema}`;
+  return Buffer.byteLength(name) <= 63
+    ? name
+    : `cairn_wake_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
+}
+
+/** The payload of a wake-up: `r:<runId>` (runnable) or `e:<runId>` (ended). */
+export function wakePayload(wake: Exclude<Wake, { kind: "reconnected" }>): string {
+  return `${wake.kind === "runnable" ? "r" : "e"}:${wake.runId}`;
+}
+
+function parsePayload(payload: string | undefined): Wake | undefined {
+  if (payload?.[1] !== ":") return undefined;
+  const runId = payload.slice(2);
+  if (payload[0] === "r") return { kind: "runnable", runId };
+  if (payload[0] === "e") return { kind: "ended", runId };
+  return undefined;
+}
+
+/**
+ * One LISTEN connection, kept open: when it drops (a server restart, a network cut, an idle
+ * timeout) it is opened again with backoff (100 ms doubling to 5 s) and the channel listened to
+ * again, then the listener hears `reconnected`, since wake-ups sent meanwhile are lost and the
+ * caller must look for work itself (a catch-up).
+ */
+export class WakeListener {
+  readonly #connect: () => pg.Client;
+  readonly #channel: string;
+  readonly #onWake: (wake: Wake) => void;
+  #client: pg.Client | undefined;
+  #stopped = false;
+  #reconnecting: Promise<void> | undefined;
+
+  constructor(options: { connect: () => pg.Client; channel: string; onWake: (wake: Wake) => void }) {
+    this.#connect = options.connect;
+    this.#channel = options.channel;
+    this.#onWake = options.onWake;
+  }
+
+  /** Connects and listens; rejects when the first connection fails. */
+  async start(): Promise<void> {
+    await this.#listen();
+  }
+
+  /** Stops listening and closes the connection. */
+  async stop(): Promise<void> {
+    this.#stopped = true;
+    const client = this.#client;
+    this.#client = undefined;
+    await client?.end().catch(() => undefined);
+  }
+
+  async #listen(): Promise<void> {
+    const client = this.#connect();
+    client.on("notification", (message) => {
+      if (message.channel !== this.#channel) return;
+      const wake = parsePayload(message.payload);
+      if (wake) this.#onWake(wake);
+    });
+    const lost = () => {
+      if (this.#client !== client) return;
+      this.#client = undefined;
+      client.end().catch(() => undefined);
+      this.#reconnect();
+    };
+    client.on("error", lost);
+    client.on("end", lost);
+    await client.connect();
+    await client.query(`LISTEN ${pg.escapeIdentifier(this.#channel)}`);
+    if (this.#stopped) {
+      await client.end().catch(() => undefined);
+      return;
+    }
+    this.#client = client;
+  }
+
+  #reconnect(): void {
+    if (this.#stopped || this.#reconnecting) return;
+    this.#reconnecting = (async () => {
+      for (let delay = 100; !this.#stopped; delay = Math.min(delay * 2, 5000)) {
+        await new Promise((resolve) => setTimeout(resolve, delay).unref?.());
+        if (this.#stopped) return;
+        try {
+          await this.#listen();
+          if (!this.#stopped) this.#onWake({ kind: "reconnected" });
+          return;
+        } catch {
+          // The server is not back yet: try again after the next delay.
+        }
+      }
+    })().finally(() => {
+      this.#reconnecting = undefined;
+    });
+  }
+}
