@@ -22,7 +22,7 @@ interface Result {
 function start(args: string[], env: Record<string, string> = {}): ChildProcess {
   return spawn(process.execPath, ["bin/cairn.js", ...args], {
     cwd: root,
-    env: { ...process.env, CAIRN_DB: "", ...env },
+    env: { ...process.env, CAIRN_DB: "", CAIRN_DATABASE_URL: "", ...env },
     stdio: ["ignore", "pipe", "pipe"],
   });
 }

@@ -8,7 +8,10 @@ export interface CommandArgs {
   values: { [option: string]: string | boolean | undefined };
 }
 
-/** A `cairn` sub-command. Every command also takes `--db <path>` and `--help`. */
+/**
+ * A `cairn` sub-command. Every command also takes `--help`; those that open a database list
+ * `DATABASE_OPTIONS` (or `POSTGRES_OPTIONS`) from database.ts among their options.
+ */
 export interface Command {
   name: string;
   /** One line for the command list. */
@@ -19,6 +22,8 @@ export interface Command {
   details: string[];
   /** Names of the required positionals, e.g. ["runId"]. */
   positionals: string[];
+  /** Whether the last positional takes one or more values (`cairn worker <module> [<module>…]`). */
+  variadic?: boolean;
   options: NonNullable<ParseArgsConfig["options"]>;
   run(args: CommandArgs, io: Io): Promise<number>;
 }

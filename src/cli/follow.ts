@@ -1,15 +1,19 @@
 import type { RunRecord, TransitionRecord } from "../core/records.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { type Io, json, transitionLine } from "./format.ts";
+import type { Database } from "./database.ts";
+import { clock, type Io, json, transitionLine } from "./format.ts";
 
 /**
- * Prints the transitions of one run as the runtime makes them. Transitions that arrive before
- * the run id is known (the first one is made inside `runtime.run`) are held back until
- * {@link follow} names the run; `catchUp` prints any made by other processes.
+ * Prints transitions as the runtime makes them: those of one run (`cairn run`, `cairn resume`),
+ * or, after {@link followAll}, of every run, each line led by the time and the run id
+ * (`cairn worker`). Transitions that arrive before the run id is known (the first one is made
+ * inside `runtime.run`) are held back until {@link follow} names the run; `catchUp` prints any
+ * made by other processes.
  */
 export class TransitionPrinter {
   readonly #io: Io;
   #runId: string | undefined;
+  #all = false;
   #held: TransitionRecord[] = [];
   readonly #printed = new Set<number>();
 
@@ -19,7 +23,11 @@ export class TransitionPrinter {
 
   /** Pass to `runtime.onTransition`. */
   readonly listener = (transition: TransitionRecord): void => {
-    if (this.#runId === undefined) this.#held.push(transition);
+    if (this.#all) {
+      // One line each, however long: a worker's output is a log.
+      const lead = `${clock(transition.at)}  ${transition.runId}  `;
+      this.#io.out(transitionLine(transition, lead, Number.POSITIVE_INFINITY).join(" "));
+    } else if (this.#runId === undefined) this.#held.push(transition);
     else if (transition.runId === this.#runId) this.#print(transition);
   };
 
@@ -30,6 +38,12 @@ export class TransitionPrinter {
     const held = this.#held;
     this.#held = [];
     for (const t of held) this.listener(t);
+  }
+
+  /** Prints every transition from now on, of whichever run, as one line each (nothing is kept). */
+  followAll(): void {
+    this.#all = true;
+    this.#held = [];
   }
 
   /** Prints the stored transitions of the run that were not printed yet (made by another process). */
@@ -45,16 +59,11 @@ export class TransitionPrinter {
   }
 }
 
-/** The `--db` part of a hint, when the user gave one. */
-export function dbHint(db: string | undefined): string {
-  return db === undefined ? "" : ` --db ${db}`;
-}
-
 /**
  * Prints how a run ended: the output of a COMPLETED run (exit 0), or its state and error on
- * stderr with what to do next (exit 1).
+ * stderr with what to do next (exit 1), repeating the database options the user gave.
  */
-export function printOutcome(io: Io, run: RunRecord, db: string | undefined): number {
+export function printOutcome(io: Io, run: RunRecord, database: Pick<Database, "hint">): number {
   if (run.state === "COMPLETED") {
     io.out();
     io.out("result:");
@@ -63,7 +72,7 @@ export function printOutcome(io: Io, run: RunRecord, db: string | undefined): nu
   }
   const why = run.error ? `: ${run.error.code ? `[${run.error.code}] ` : ""}${run.error.message}` : "";
   io.err(`error: run ${run.id} ended ${run.state}${why}`);
-  if (run.state === "INTERRUPTED") io.err(`resume it with: cairn resume ${run.id}${dbHint(db)}`);
-  else io.err(`details: cairn show ${run.id}${dbHint(db)}`);
+  if (run.state === "INTERRUPTED") io.err(`resume it with: cairn resume ${run.id}${database.hint}`);
+  else io.err(`details: cairn show ${run.id}${database.hint}`);
   return 1;
 }

@@ -138,10 +138,12 @@ export function tableBlocks(header: string[], rows: string[][], indent = "  "): 
 /**
  * One transition as `cairn run` and `cairn resume` print it while it happens:
  * `  #2  PENDING → RUNNING      worker vm:4711:ab12cd  claimed by worker vm:4711:ab12cd`
+ * (`lead` replaces the two-space indent: `cairn worker` puts the time and the run id there). The
+ * reason wraps under itself to fit {@link WIDTH}, or to `width` columns.
  */
-export function transitionLine(t: TransitionRecord): string[] {
-  const head = `  #${String(t.id).padEnd(3)} ${statePair(t.from, t.pausedReason ? `${t.to} (${t.pausedReason})` : t.to).padEnd(24)} ${actorLabel(t.actor).padEnd(24)} `;
-  const reason = wrap(t.reason, Math.max(30, WIDTH - head.length));
+export function transitionLine(t: TransitionRecord, lead = "  ", width = WIDTH): string[] {
+  const head = `${lead}#${String(t.id).padEnd(3)} ${statePair(t.from, t.pausedReason ? `${t.to} (${t.pausedReason})` : t.to).padEnd(24)} ${actorLabel(t.actor).padEnd(24)} `;
+  const reason = wrap(t.reason, Math.max(30, width - head.length));
   return [`${head}${reason[0] ?? ""}`.trimEnd(), ...reason.slice(1).map((l) => `${" ".repeat(head.length)}${l}`)];
 }
 

@@ -90,3 +90,57 @@ export function checkWorkflow(agent: AgentDefinition, workflow: string): void {
     `unknown workflow "${workflow}" in agent "${agent.name}" (known: ${Object.keys(agent.workflows).join(", ")})`,
   );
 }
+
+/**
+ * The agents and runtime options of several modules as one (`cairn worker a.ts b.ts`). An agent,
+ * domain or model name defined differently by two modules is an error: the runtime has one of
+ * each by name, and an agent must not end up calling another module's model.
+ */
+export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentModule, "agents" | "config"> {
+  const agents = new Map<string, AgentDefinition>();
+  const agentFrom = new Map<string, string>();
+  for (const module of modules) {
+    for (const [name, agent] of module.agents) {
+      const seen = agents.get(name);
+      if (seen && seen !== agent) {
+        throw new CliError(
+          `agent "${name}" is defined by both ${agentFrom.get(name)} and ${module.path}; agent names must be unique across the modules of a worker`,
+        );
+      }
+      agents.set(name, agent);
+      agentFrom.set(name, module.path);
+    }
+  }
+  const config: CairnConfig = {};
+  for (const key of ["domains", "models"] as const) {
+    const merged: Record<string, unknown> = {};
+    const from = new Map<string, string>();
+    for (const module of modules) {
+      for (const [name, value] of Object.entries(module.config[key] ?? {})) {
+        if (Object.hasOwn(merged, name) && merged[name] !== value) {
+          throw new CliError(
+            `${key === "domains" ? "domain" : "model"} "${name}" is defined differently by ${from.get(name)} and ${module.path} (runtimeOptions.${key}); a worker has one ${key === "domains" ? "domain" : "model"} per name: give them different names or define it in one shared module`,
+          );
+        }
+        merged[name] = value;
+        from.set(name, module.path);
+      }
+    }
+    if (from.size > 0) (config as Record<string, unknown>)[key] = merged;
+  }
+  for (const key of ["domainRetry", "modelRetry"] as const) {
+    let chosen: { value: NonNullable<CairnConfig[typeof key]>; path: string } | undefined;
+    for (const module of modules) {
+      const value = module.config[key];
+      if (value === undefined) continue;
+      if (chosen && chosen.value !== value && JSON.stringify(chosen.value) !== JSON.stringify(value)) {
+        throw new CliError(
+          `runtimeOptions.${key} differs between ${chosen.path} and ${module.path}; a worker has one ${key} policy: make them equal or set it in one module only`,
+        );
+      }
+      chosen ??= { value, path: module.path };
+    }
+    if (chosen) config[key] = chosen.value;
+  }
+  return { agents, config };
+}

@@ -2,15 +2,24 @@ import { parseArgs } from "node:util";
 import { CairnError } from "../core/errors.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import type { Command } from "./command.ts";
+import { migrateCommand } from "./commands/migrate.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
 import { showCommand } from "./commands/show.ts";
-import { DEFAULT_DB } from "./database.ts";
+import { workerCommand } from "./commands/worker.ts";
+import { DEFAULT_DB, databaseHelp } from "./database.ts";
 import { type Io, processIo } from "./format.ts";
 
 /** Every command, in the order `cairn help` lists them. */
-export const COMMANDS: readonly Command[] = [runCommand, runsCommand, showCommand, resumeCommand];
+export const COMMANDS: readonly Command[] = [
+  runCommand,
+  runsCommand,
+  showCommand,
+  resumeCommand,
+  workerCommand,
+  migrateCommand,
+];
 
 /**
  * The `cairn` command line. Returns the exit code: 0 on success, 1 on an error (or a run that did
@@ -52,7 +61,7 @@ function parse(
   try {
     parsed = parseArgs({
       args,
-      options: { ...command.options, db: { type: "string" }, help: { type: "boolean", short: "h" } },
+      options: { ...command.options, help: { type: "boolean", short: "h" } },
       allowPositionals: true,
       strict: true,
     });
@@ -61,7 +70,7 @@ function parse(
     const code = (error as { code?: string }).code;
     const option = /'(-[^']*)'/.exec((error as Error).message)?.[1];
     if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION" && option) {
-      const known = [...Object.keys(command.options), "db", "help"].map((o) => `--${o}`).join(", ");
+      const known = [...Object.keys(command.options), "help"].map((o) => `--${o}`).join(", ");
       throw usageError(`unknown option ${option} for \`cairn ${command.name}\` (options: ${known})`);
     }
     throw usageError((error as Error).message);
@@ -70,7 +79,7 @@ function parse(
   if (values.help) return { positionals, values: values as Record<string, string | boolean | undefined> };
   const missing = command.positionals.slice(positionals.length);
   if (missing.length > 0) throw usageError(`missing ${missing.map((p) => `<${p}>`).join(" ")}`);
-  if (positionals.length > command.positionals.length) {
+  if (!command.variadic && positionals.length > command.positionals.length) {
     throw usageError(`unexpected argument "${positionals[command.positionals.length]}"`);
   }
   return { positionals, values: values as Record<string, string | boolean | undefined> };
@@ -103,7 +112,9 @@ function usage(): string[] {
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     `  ${"help".padEnd(width)}  this text; \`cairn help <command>\` for one command`,
     "",
-    `Runs are kept in SQLite at --db <path>, else $CAIRN_DB, else ${DEFAULT_DB}.`,
+    `Runs are kept in SQLite at --db <path>, else $CAIRN_DB, else ${DEFAULT_DB};`,
+    "or in PostgreSQL with --database-url postgres://user:password@host:5432/database (else $CAIRN_DATABASE_URL)",
+    "and --schema <name> (default cairn): many `cairn worker` processes on many machines can share it.",
     "example:",
     `  cairn run examples/report-builder.ts report_builder build --input '{"quarter":"2026-Q3"}'`,
   ];
@@ -115,6 +126,6 @@ function commandHelp(command: Command): string[] {
     "",
     command.summary,
     ...command.details.map((d) => `  ${d}`),
-    `  --db       SQLite database (default: $CAIRN_DB, else ${DEFAULT_DB})`,
+    ...databaseHelp(command.options).map((d) => `  ${d}`),
   ];
 }

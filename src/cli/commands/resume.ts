@@ -7,8 +7,8 @@ import type { Runtime } from "../../runtime/runtime.ts";
 import { CliError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
-import { dbPath, openDatabase } from "../database.ts";
-import { dbHint, printOutcome, TransitionPrinter } from "../follow.ts";
+import { chooseDatabase, DATABASE_OPTIONS, type Database } from "../database.ts";
+import { printOutcome, TransitionPrinter } from "../follow.ts";
 import { clock, displayPath, type Io } from "../format.ts";
 import { loadAgentModule, pickAgent } from "../load-module.ts";
 
@@ -23,21 +23,20 @@ import { loadAgentModule, pickAgent } from "../load-module.ts";
 export const resumeCommand: Command = {
   name: "resume",
   summary: "resume an interrupted run from its checkpoints and follow it to the end",
-  usage: "cairn resume <runId> [--module <path>] [--db <path>]",
+  usage: "cairn resume <runId> [--module <path>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "--module   the agent module to run it with (default: the one recorded when the run was started)",
     "If a live worker still holds the run's lease, waits for the lease to lapse (once) before giving up.",
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
   positionals: ["runId"],
-  options: { module: { type: "string" } },
+  options: { module: { type: "string" }, ...DATABASE_OPTIONS },
   async run({ positionals: [runId = ""], values }, io) {
-    const db = values.db as string | undefined;
-    const path = dbPath(db);
-    const stored = await readRun(openDatabase(path, { create: false }), runId, db);
+    const database = chooseDatabase(values);
+    const stored = await readRun(await database.open({ create: false }), runId, database);
     if (isTerminal(stored.state) && stored.state !== "INTERRUPTED" && stored.error?.code !== "REPLAY_DIVERGENCE") {
       throw new CliError(
-        `run ${runId} is ${stored.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed; see \`cairn show ${runId}${dbHint(db)}\``,
+        `run ${runId} is ${stored.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed; see \`cairn show ${runId}${database.hint}\``,
       );
     }
     const module = await loadAgentModule(moduleOf(stored, values.module as string | undefined));
@@ -49,33 +48,34 @@ export const resumeCommand: Command = {
     printer.follow(runId, stored.lastTransitionId);
     const resumedAt = Date.now();
 
-    const client = cliRuntime(module, openDatabase(path, { create: false }), false);
+    const client = cliRuntime(module, await database.open({ create: false }), "client");
     client.onTransition(printer.listener);
     try {
-      await requestResume(client, runId, io);
+      await requestResume(client, runId, io, database);
     } finally {
       await client.shutdown();
     }
 
-    const runtime = cliRuntime(module, openDatabase(path, { create: false }), true);
+    const runtime = cliRuntime(module, await database.open({ create: false }), { ownRuns: [runId] });
     runtime.onTransition(printer.listener);
     try {
       await runtime.start({ handleSignals: true });
       const run = await runtime.waitFor(runId);
       await printer.catchUp(runtime, runId);
       printReuse(io, (await runtime.history(runId)).steps, resumedAt);
-      return printOutcome(io, run, db);
+      return printOutcome(io, run, database);
     } finally {
       await runtime.shutdown();
     }
   },
 };
 
-async function readRun(backend: RuntimeBackend, runId: string, db: string | undefined): Promise<RunRecord> {
-  await backend.init();
+async function readRun(backend: RuntimeBackend, runId: string, database: Database): Promise<RunRecord> {
   try {
     const run = await backend.getRun(runId);
-    if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs${dbHint(db)}\``);
+    if (!run) {
+      throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs${database.hint}\``);
+    }
     return run;
   } finally {
     await backend.close();
@@ -95,7 +95,7 @@ function moduleOf(run: RunRecord, flag: string | undefined): string {
  * Moves the run to RESUMING. A PENDING or RESUMING run nobody holds needs no resume: the worker
  * claims it as it is. While a live worker holds the lease, waits once for the lease to lapse.
  */
-async function requestResume(client: Runtime, runId: string, io: Io): Promise<void> {
+async function requestResume(client: Runtime, runId: string, io: Io, database: Database): Promise<void> {
   let waitedFor: number | undefined;
   for (let raced = 0; ; ) {
     const run = await client.getRun(runId);
@@ -115,7 +115,7 @@ async function requestResume(client: Runtime, runId: string, io: Io): Promise<vo
       if (!OWNED_STATES.has(now.state) || until === null) throw error;
       if (waitedFor !== undefined && until > waitedFor) {
         throw new CliError(
-          `worker ${now.leaseOwner} is alive and renewed its lease on run ${runId}: it is still driving the run (${now.state}); stop that process first, or follow the run with \`cairn show ${runId}\``,
+          `worker ${now.leaseOwner} is alive and renewed its lease on run ${runId}: it is still driving the run (${now.state}); stop that process first, or follow the run with \`cairn show ${runId}${database.hint}\``,
         );
       }
       waitedFor = until;

@@ -2,34 +2,36 @@ import type { Json } from "../../core/records.ts";
 import { usageError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
-import { dbPath, openDatabase } from "../database.ts";
-import { dbHint, printOutcome, TransitionPrinter } from "../follow.ts";
-import { displayPath } from "../format.ts";
+import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
+import { printOutcome, TransitionPrinter } from "../follow.ts";
 import { checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
 
 /** `cairn run`: starts a run and prints its transitions as they happen, then its result. */
 export const runCommand: Command = {
   name: "run",
   summary: "start a workflow run, print its transitions live, then its result",
-  usage: "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--db <path>]",
+  usage:
+    "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "<module>   a .ts or .js file (relative to the current directory) that exports agents",
     "           (defineAgent or @agent) and optionally `runtimeOptions = defineConfig({ domains, models })`",
     "--input    the workflow input as JSON (default {})",
     "--key      idempotency key: a second run with the same key returns the first run",
+    "This process drives the run itself (and no other run). When `cairn worker` processes share",
+    "the database, whichever process claims the run first drives it; its transitions are printed",
+    "as they are recorded.",
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
   positionals: ["module", "agent", "workflow"],
-  options: { input: { type: "string" }, key: { type: "string" } },
+  options: { input: { type: "string" }, key: { type: "string" }, ...DATABASE_OPTIONS },
   async run({ positionals: [modulePath = "", agentName = "", workflow = ""], values }, io) {
     const input = parseInput(values.input as string | undefined);
     const key = values.key as string | undefined;
-    const db = values.db as string | undefined;
+    const database = chooseDatabase(values);
     const module = await loadAgentModule(modulePath);
     const agent = pickAgent(module, agentName);
     checkWorkflow(agent, workflow);
-    const path = dbPath(db);
-    const runtime = cliRuntime(module, openDatabase(path, { create: true }), true);
+    const runtime = cliRuntime(module, await database.open({ create: true }), { ownRuns: [] });
     const printer = new TransitionPrinter(io);
     runtime.onTransition(printer.listener);
     try {
@@ -38,7 +40,7 @@ export const runCommand: Command = {
         ...(key !== undefined && { key }),
         meta: { module: module.file },
       });
-      io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${displayPath(path)}`);
+      io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
       if (!handle.created) io.out(`  a run with key "${key}" already exists: following it`);
       // start({ handleSignals: true }) shuts the runtime down on SIGINT/SIGTERM and exits with 130;
       // until then, say what happens to the run and stop asking the closing runtime about it.
@@ -46,19 +48,25 @@ export const runCommand: Command = {
       const onSignal = (signal: string) => {
         stopping = true;
         io.err(
-          `${signal}: stopping; steps in flight get ${SHUTDOWN_GRACE_S}s to finish, then the run is recorded INTERRUPTED (resume it with: cairn resume ${handle.id}${dbHint(db)})`,
+          `${signal}: stopping; steps in flight get ${SHUTDOWN_GRACE_S}s to finish, then the run is recorded INTERRUPTED (resume it with: cairn resume ${handle.id}${database.hint})`,
         );
       };
       process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
       printer.follow(handle.id);
+      // Another process (a `cairn worker` on the same database) may drive the run: print what it
+      // records as it goes, not only at the end.
+      const catchingUp = setInterval(() => {
+        if (!stopping) printer.catchUp(runtime, handle.id).catch(() => {});
+      }, CATCH_UP_MS);
       try {
         const run = await runtime.waitFor(handle.id);
         await printer.catchUp(runtime, handle.id);
-        return printOutcome(io, run, db);
+        return printOutcome(io, run, database);
       } catch (error) {
         if (stopping) return new Promise<number>(() => {});
         throw error;
       } finally {
+        clearInterval(catchingUp);
         process.off("SIGINT", onSignal).off("SIGTERM", onSignal);
       }
     } finally {
@@ -69,6 +77,9 @@ export const runCommand: Command = {
 
 /** The runtime's default `shutdownGraceMs`, in seconds. */
 const SHUTDOWN_GRACE_S = 10;
+
+/** How often transitions recorded by other processes are looked for. */
+const CATCH_UP_MS = 500;
 
 function parseInput(text: string | undefined): Json {
   if (text === undefined) return {};

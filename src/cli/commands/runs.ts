@@ -3,21 +3,21 @@ import { isDeadLocalOwner } from "../../worker/worker-id.ts";
 import { usageError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
-import { dbPath, openDatabase } from "../database.ts";
-import { age, displayPath, stateLabel, table } from "../format.ts";
+import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
+import { age, stateLabel, table } from "../format.ts";
 
 /** `cairn runs`: the newest runs, one line each. */
 export const runsCommand: Command = {
   name: "runs",
   summary: "list runs, newest first",
-  usage: "cairn runs [--state <state>] [--limit <n>] [--db <path>]",
+  usage: "cairn runs [--state <state>] [--limit <n>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "--state    only runs in this state (e.g. INTERRUPTED, COMPLETED)",
     "--limit    how many runs to list (default 20)",
     "A RUNNING run whose worker is gone is marked (worker gone): `cairn resume <id>` continues it.",
   ],
   positionals: [],
-  options: { state: { type: "string" }, limit: { type: "string" } },
+  options: { state: { type: "string" }, limit: { type: "string" }, ...DATABASE_OPTIONS },
   async run({ values }, io) {
     const stateText = values.state as string | undefined;
     const state = stateText?.toUpperCase();
@@ -27,12 +27,12 @@ export const runsCommand: Command = {
       );
     }
     const limit = parseLimit(values.limit as string | undefined);
-    const path = dbPath(values.db as string | undefined);
-    const runtime = cliRuntime(undefined, openDatabase(path, { create: false }), false);
+    const database = chooseDatabase(values);
+    const runtime = cliRuntime(undefined, await database.open({ create: false }), "client");
     try {
       const runs = await runtime.listRuns({ ...(state !== undefined && { state }), limit });
       if (runs.length === 0) {
-        io.out(`no runs${state ? ` in state ${state}` : ""} in ${displayPath(path)}`);
+        io.out(`no runs${state ? ` in state ${state}` : ""} in ${database.label}`);
         return 0;
       }
       const now = Date.now();

@@ -3,7 +3,7 @@ import type { Json, RunRecord, StepRecord } from "../../core/records.ts";
 import { isTerminal } from "../../core/run-state.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
-import { dbPath, openDatabase } from "../database.ts";
+import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
 import {
   actorLabel,
   age,
@@ -23,19 +23,15 @@ import {
 export const showCommand: Command = {
   name: "show",
   summary: "show a run: its fields, transitions and steps",
-  usage: "cairn show <runId> [--db <path>]",
+  usage: "cairn show <runId> [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "Steps: the attempts column counts every attempt, the started and ms columns describe the last one;",
     "earlier attempts that failed or were cut short by a crash are listed under their step.",
   ],
   positionals: ["runId"],
-  options: {},
+  options: { ...DATABASE_OPTIONS },
   async run({ positionals: [runId = ""], values }, io) {
-    const runtime = cliRuntime(
-      undefined,
-      openDatabase(dbPath(values.db as string | undefined), { create: false }),
-      false,
-    );
+    const runtime = cliRuntime(undefined, await chooseDatabase(values).open({ create: false }), "client");
     try {
       const { run, transitions, steps } = await runtime.history(runId);
       printRun(io, run);

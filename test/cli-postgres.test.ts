@@ -1,0 +1,236 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { fileURLToPath } from "node:url";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { reportBuilder, runtimeOptions } from "../examples/report-builder.ts";
+import { PostgresBackend } from "../src/postgres.ts";
+import { Runtime } from "../src/runtime/runtime.ts";
+import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
+
+/**
+ * The `cairn` bin on PostgreSQL, run as a user runs it: real processes sharing one database
+ * (embedded PostgreSQL, or CAIRN_TEST_DATABASE_URL's server; a fresh database either way).
+ */
+const root = fileURLToPath(new URL("..", import.meta.url));
+const example = "examples/report-builder.ts";
+
+interface Result {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+function start(args: string[], env: Record<string, string> = {}): ChildProcess {
+  return spawn(process.execPath, ["bin/cairn.js", ...args], {
+    cwd: root,
+    env: { ...process.env, CAIRN_DB: "", CAIRN_DATABASE_URL: "", ...env },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+function cairn(args: string[], env: Record<string, string> = {}): Promise<Result> {
+  const child = start(args, env);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  return new Promise((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+let db: TestDatabase;
+let url = "";
+/** A client-only runtime: it starts runs and reads them, never executes one. */
+let client: Runtime | undefined;
+
+function clientRuntime(): Runtime {
+  client ??= new Runtime({
+    agents: [reportBuilder],
+    ...runtimeOptions,
+    backend: new PostgresBackend({ connectionString: url }),
+    worker: false,
+  });
+  return client;
+}
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+  url = db.url;
+});
+
+afterAll(async () => {
+  await client?.shutdown();
+  await db?.close();
+});
+
+describe("cairn CLI on PostgreSQL", () => {
+  let runId = "";
+  /** A run started by a client and left PENDING: the worker test's worker picks it up. */
+  let pendingId = "";
+
+  it("applies the migrations with `migrate`, once", async () => {
+    const first = await cairn(["migrate", "--database-url", url]);
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/\(schema cairn\): migrated from schema version 0 to [1-9]/);
+    // The password never shows.
+    expect(first.stdout).not.toContain(new URL(url).password || "\u0000");
+
+    const again = await cairn(["migrate"], { CAIRN_DATABASE_URL: url });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toMatch(/schema version [1-9]\d*, up to date \(nothing to apply\)/);
+  });
+
+  it("runs the example agent with --database-url, printing its transitions and result", async () => {
+    const r = await cairn([
+      "run",
+      example,
+      "report_builder",
+      "build",
+      "--input",
+      '{"quarter":"2026-Q3"}',
+      "--database-url",
+      url,
+    ]);
+    expect(r.stderr).toBe("");
+    expect(r.code).toBe(0);
+    runId = /^run (run_\w+)\s+report_builder\/build\s+db postgres:\/\/\S+ \(schema cairn\)$/m.exec(r.stdout)?.[1] ?? "";
+    expect(runId).not.toBe("");
+    expect(r.stdout).toMatch(/#1\s+· → PENDING[\s\S]*#2\s+PENDING → RUNNING\s+worker [\s\S]*#3\s+RUNNING → COMPLETED/);
+    expect(r.stdout).toContain('"summary": "2026-Q3: revenue EUR 83.9M (+2.1% on 2026-Q2)');
+  });
+
+  it("`cairn run` drives its own run only, not other runs waiting in the database", async () => {
+    const waiting = await clientRuntime().run(reportBuilder, "build", { quarter: "2025-Q4" });
+    pendingId = waiting.id;
+    const r = await cairn(["run", example, "report_builder", "build", "--input", '{"quarter":"2026-Q2"}'], {
+      CAIRN_DATABASE_URL: url,
+    });
+    expect(r.code).toBe(0);
+    expect(r.stdout).toContain("RUNNING → COMPLETED");
+    const left = await clientRuntime().getRun(pendingId);
+    expect(left.state).toBe("PENDING");
+    expect(left.leaseOwner).toBeNull();
+    expect(left.lastTransitionId).toBe(1);
+  });
+
+  it("lists and shows that run with `runs` and `show` (CAIRN_DATABASE_URL works too)", async () => {
+    const runs = await cairn(["runs", "--database-url", url]);
+    expect(runs.code).toBe(0);
+    expect(runs.stdout).toMatch(new RegExp(`${runId}\\s+report_builder/build\\s+COMPLETED`));
+
+    const shown = await cairn(["show", runId], { CAIRN_DATABASE_URL: url });
+    expect(shown.stderr).toBe("");
+    expect(shown.code).toBe(0);
+    expect(shown.stdout).toContain("transitions (3)");
+    expect(shown.stdout).toMatch(/3\s+\S+\s+worker \S+\s+RUNNING → COMPLETED\s+workflow returned/);
+    expect(shown.stdout).toContain("steps (2)");
+    expect(shown.stdout).toMatch(/2\s+tool\s+summarize\s+completed\s+1\s/);
+  });
+
+  it("refuses --db with --database-url, naming both (usage error)", async () => {
+    const r = await cairn(["runs", "--db", "/tmp/never.db", "--database-url", url]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: --db and --database-url both given/);
+    expect(r.stdout).toBe("");
+  });
+
+  it("says what to do about a schema with no Cairn tables, and about a URL that is not one", async () => {
+    const missing = await cairn(["runs", "--database-url", url, "--schema", "not_there"]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/^error: schema "not_there" has no Cairn tables/);
+    expect(missing.stderr).toContain("cairn migrate --database-url");
+
+    const notUrl = await cairn(["show", "run_x", "--database-url", "localhost:5432/app"]);
+    expect(notUrl.code).toBe(2);
+    expect(notUrl.stderr).toMatch(/^error: --database-url "localhost:5432\/app" is not a PostgreSQL URL/);
+  });
+
+  it("`cairn worker` drives a run started by a client-only runtime, then stops on SIGTERM", async () => {
+    const worker = start(["worker", example, "--database-url", url, "--concurrency", "4"]);
+    let out = "";
+    let err = "";
+    worker.stdout?.on("data", (d: Buffer) => {
+      out += d.toString();
+    });
+    worker.stderr?.on("data", (d: Buffer) => {
+      err += d.toString();
+    });
+    const exited = new Promise<number | null>((resolve) => worker.on("close", (code) => resolve(code)));
+    const client = clientRuntime();
+    try {
+      const ready = await new Promise<RegExpExecArray>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no ready line in 15 s:\n${out}\n${err}`)), 15_000);
+        const look = () => {
+          const match =
+            /^worker (\S+) ready {2}agents report_builder {2}database postgres:\/\/\S+ \(schema cairn\) {2}concurrency 4$/m.exec(
+              out,
+            );
+          if (match) {
+            clearTimeout(timer);
+            resolve(match);
+          }
+        };
+        worker.stdout?.on("data", look);
+        worker.on("close", () => reject(new Error(`worker exited before it was ready:\n${out}\n${err}`)));
+      });
+      const workerId = ready[1];
+
+      const handle = await client.run(reportBuilder, "build", { quarter: "2026-Q1" });
+      const run = await client.waitFor(handle.id, { timeoutMs: 15_000 });
+      expect(run.state).toBe("COMPLETED");
+      expect(run.output).toMatchObject({ quarter: "2026-Q1", revenue: 78.5 });
+      const { transitions } = await client.history(handle.id);
+      expect(transitions.map((t) => t.to)).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
+      expect(transitions[1]?.actor).toEqual({ kind: "worker", id: workerId });
+      // The run `cairn run` left alone was waiting for a worker: this one.
+      const earlier = await client.waitFor(pendingId, { timeoutMs: 15_000 });
+      expect(earlier.state).toBe("COMPLETED");
+      expect((await client.history(pendingId)).transitions[1]?.actor.id).toBe(workerId);
+
+      // One line per transition the worker made, led by the time and the run id.
+      await until(() => out.includes("RUNNING → COMPLETED"));
+      expect(out).toMatch(
+        new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3}  ${handle.id}  #2\\s+PENDING → RUNNING\\s+worker `, "m"),
+      );
+      expect(out).toMatch(new RegExp(`^\\d\\d:\\d\\d:\\d\\d\\.\\d{3}  ${handle.id}  #3\\s+RUNNING → COMPLETED`, "m"));
+
+      // `cairn run` beside a worker: whichever process claims the run drives it, and `run` prints
+      // every transition either way (those made by the worker as it reads them back).
+      const beside = await cairn(["run", example, "report_builder", "build", "--input", '{"quarter":"2024-Q2"}'], {
+        CAIRN_DATABASE_URL: url,
+      });
+      expect(beside.code).toBe(0);
+      expect(beside.stdout).toMatch(/#2\s+PENDING → RUNNING\s+worker \S+[\s\S]*#3\s+RUNNING → COMPLETED[\s\S]*result:/);
+
+      const signalled = Date.now();
+      worker.kill("SIGTERM");
+      expect(await exited).toBe(143);
+      expect(Date.now() - signalled).toBeLessThan(5_000);
+      expect(out).toContain(`SIGTERM: stopping worker ${workerId}`);
+      expect(out).toContain(`worker ${workerId} stopped (exit code 143)`);
+      expect(err).toBe("");
+    } finally {
+      worker.kill("SIGKILL");
+    }
+  });
+
+  it("`cairn worker` without a module is a usage error", async () => {
+    const r = await cairn(["worker", "--database-url", url]);
+    expect(r.code).toBe(2);
+    expect(r.stderr).toMatch(/^error: missing <module>/);
+  });
+});
+
+async function until(check: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error("condition not met in time");
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+}
