@@ -85,7 +85,7 @@ export class Runtime {
   readonly #waiters = new Map<string, Set<(terminal?: RunRecord) => void>>();
   #started: Promise<void> | undefined;
   #closed = false;
-  #unsubscribe: (() => Promise<void>) | undefined;
+  #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
 
@@ -146,7 +146,8 @@ export class Runtime {
   start(options: { handleSignals?: boolean } = {}): Promise<void> {
     this.#started ??= (async () => {
       await this.backend.init();
-      if (this.backend.subscribe) this.#unsubscribe = await this.backend.subscribe((wake) => this.#onWake(wake));
+      // A runtime with a worker listens from the start; a client-only one when it first waits.
+      if (this.#worker) await this.#subscribe();
       this.#worker?.start();
       if (options.handleSignals) {
         const handler = (signal: NodeJS.Signals) => {
@@ -246,6 +247,11 @@ export class Runtime {
   async waitFor(runId: string, options: { timeoutMs?: number; pollIntervalMs?: number } = {}): Promise<RunRecord> {
     const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
     const poll = options.pollIntervalMs ?? 250;
+    // Waiting across processes: a backend's wake-ups end the wait as soon as the run ends.
+    await this.#readable();
+    await this.#subscribe().catch((error: unknown) =>
+      this.#logger.warn("wake-ups unavailable; waiting by polling", { error: String(error) }),
+    );
     for (;;) {
       const run = await this.getRun(runId);
       if (isTerminal(run.state)) return run;
@@ -384,7 +390,8 @@ export class Runtime {
         options.graceMs ?? this.#options.shutdownGraceMs ?? 10_000,
         options.reason ?? "shutdown",
       );
-      await this.#unsubscribe?.().catch(() => {});
+      const unsubscribe = await this.#subscription?.catch(() => undefined);
+      await unsubscribe?.().catch(() => {});
       this.#backendClosed = true;
       await this.backend.close();
     }
@@ -393,6 +400,16 @@ export class Runtime {
   /** Same as `shutdown()`. */
   close(): Promise<void> {
     return this.shutdown();
+  }
+
+  /** Subscribes to the backend's wake-ups once (if it has them). */
+  #subscribe(): Promise<(() => Promise<void>) | undefined> {
+    // Once shutdown has begun, no new connection: it would outlive the runtime.
+    if (this.#closed && !this.#subscription) return Promise.resolve(undefined);
+    this.#subscription ??= this.backend.subscribe
+      ? this.backend.subscribe((wake) => this.#onWake(wake))
+      : Promise.resolve(undefined);
+    return this.#subscription;
   }
 
   /** A wake-up from the backend: work for the worker, or a run that ended in another process. */
