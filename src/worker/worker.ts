@@ -194,7 +194,11 @@ export class Worker {
     const outcome: EnvelopeOutcome = await envelope.execute();
     if (outcome.kind === "stopped") {
       // Lease lost: the run is someone else's. Shutdown: `shutdown()` records INTERRUPTED itself.
-      if (outcome.reason instanceof LeaseLostError || outcome.reason instanceof RuntimeClosedError) return;
+      if (outcome.reason instanceof LeaseLostError) {
+        this.#deps.logger.warn(`dropped run ${claimedRun.id}: ${outcome.reason.message}`);
+        return;
+      }
+      if (outcome.reason instanceof RuntimeClosedError) return;
       // A journal write failed (the envelope stopped itself): hand the run back at once rather
       // than leave it RUNNING under a live lease; recovery resumes it, within its bound.
       const why = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
