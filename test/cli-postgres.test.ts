@@ -1,47 +1,15 @@
-import { type ChildProcess, spawn } from "node:child_process";
-import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reportBuilder, runtimeOptions } from "../examples/report-builder.ts";
 import { PostgresBackend } from "../src/postgres.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
+import { cairn, start } from "./helpers/cli.ts";
 import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 
 /**
  * The `cairn` bin on PostgreSQL, run as a user runs it: real processes sharing one database
  * (embedded PostgreSQL, or CAIRN_TEST_DATABASE_URL's server; a fresh database either way).
  */
-const root = fileURLToPath(new URL("..", import.meta.url));
 const example = "examples/report-builder.ts";
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function start(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ["bin/cairn.js", ...args], {
-    cwd: root,
-    env: { ...process.env, CAIRN_DB: "", CAIRN_DATABASE_URL: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-}
-
-function cairn(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  const child = start(args, env);
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 let db: TestDatabase;
 let url = "";

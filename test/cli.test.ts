@@ -1,47 +1,15 @@
-import { type ChildProcess, spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
-import { fileURLToPath } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteBackend } from "../src/sqlite.ts";
+import { cairn, start } from "./helpers/cli.ts";
 
 /** The `cairn` bin, run as a user runs it: a real process, a real SQLite file. */
-const root = fileURLToPath(new URL("..", import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), "cairn-cli-"));
 const db = join(dir, "cli.db");
 const example = "examples/report-builder.ts";
-
-interface Result {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
-function start(args: string[], env: Record<string, string> = {}): ChildProcess {
-  return spawn(process.execPath, ["bin/cairn.js", ...args], {
-    cwd: root,
-    env: { ...process.env, CAIRN_DB: "", CAIRN_DATABASE_URL: "", ...env },
-    stdio: ["ignore", "pipe", "pipe"],
-  });
-}
-
-function cairn(args: string[], env: Record<string, string> = {}): Promise<Result> {
-  const child = start(args, env);
-  let stdout = "";
-  let stderr = "";
-  child.stdout?.on("data", (d: Buffer) => {
-    stdout += d.toString();
-  });
-  child.stderr?.on("data", (d: Buffer) => {
-    stderr += d.toString();
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => resolve({ code, stdout, stderr }));
-  });
-}
 
 function runIdOf(stdout: string): string {
   const id = /^run (run_\w+)/m.exec(stdout)?.[1];

@@ -157,3 +157,25 @@ export function rowToStep(row: StepRow): StepRecord {
     epoch: row.epoch,
   };
 }
+
+/**
+ * A step's data columns in table order, from `seq` to `ended_at` (without `run_id` and `epoch`,
+ * which each backend binds its own way), encoded as every SQL backend stores them.
+ */
+export function stepValues(step: StepRecord): unknown[] {
+  return [
+    step.seq,
+    step.kind,
+    step.name,
+    step.status,
+    step.argsDigest,
+    encode(step.args),
+    encode(step.result),
+    encode(step.error),
+    JSON.stringify(step.attempts),
+    encode(step.heartbeat),
+    encode(step.usage),
+    step.startedAt,
+    step.endedAt,
+  ];
+}

@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { RunRecord, StepRecord } from "../../core/records.ts";
-import { encode } from "../sql-rows.ts";
+import { encode, stepValues } from "../sql-rows.ts";
 
 export {
   encode,
@@ -82,21 +82,7 @@ export function stepColumns(steps: readonly StepRecord[]): unknown[][] {
   for (const step of steps) bySeq.set(step.seq, step);
   const columns: unknown[][] = Array.from({ length: 13 }, () => []);
   for (const step of bySeq.values()) {
-    const values = [
-      step.seq,
-      step.kind,
-      step.name,
-      step.status,
-      step.argsDigest,
-      encode(step.args),
-      encode(step.result),
-      encode(step.error),
-      JSON.stringify(step.attempts),
-      encode(step.heartbeat),
-      encode(step.usage),
-      step.startedAt,
-      step.endedAt,
-    ];
+    const values = stepValues(step);
     for (const [i, value] of values.entries()) columns[i]?.push(value);
   }
   return columns;

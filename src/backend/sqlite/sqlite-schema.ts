@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import { StorageError } from "../../core/errors.ts";
 import type { StepRecord } from "../../core/records.ts";
-import { encode } from "../sql-rows.ts";
+import { stepValues } from "../sql-rows.ts";
 
 export {
   encode,
@@ -93,25 +93,7 @@ CREATE TABLE IF NOT EXISTS steps (
  * `epoch` being the writer's), then the run id and epoch of the fence.
  */
 export function stepParams(step: StepRecord, epoch: number): unknown[] {
-  return [
-    step.runId,
-    step.seq,
-    step.kind,
-    step.name,
-    step.status,
-    step.argsDigest,
-    encode(step.args),
-    encode(step.result),
-    encode(step.error),
-    JSON.stringify(step.attempts),
-    encode(step.heartbeat),
-    encode(step.usage),
-    step.startedAt,
-    step.endedAt,
-    epoch,
-    step.runId,
-    epoch,
-  ];
+  return [step.runId, ...stepValues(step), epoch, step.runId, epoch];
 }
 
 /** Creates schema version 1 on a new file, accepts it on an existing one, refuses a newer one. */
