@@ -5,6 +5,7 @@
  */
 export type {
   AgentDefinition,
+  ToolApproval,
   ToolDefinition,
   ToolMap,
   ToolOptions,
@@ -28,26 +29,43 @@ export type {
   CreateRunInput,
   Fence,
   RenewRequest,
+  ResolveWaitRequest,
+  ResolveWaitResult,
   RunFilter,
   RunPatch,
   RuntimeBackend,
+  SignalRequest,
+  SignalResult,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
   TransitionRequest,
+  Wake,
 } from "./backend/backend.ts";
 export { InMemoryBackend } from "./backend/memory/memory-backend.ts";
 export { type CairnConfig, defineConfig } from "./cli/config.ts";
 export type {
+  ApprovalDecision,
+  ApprovalRequest,
+  AskOptions,
   BaseContext,
   ChatMessage,
+  ChildHandle,
   GenerateRequest,
   LlmClient,
   ModelResponse,
+  SpawnOptions,
   ToolCallOptions,
   ToolContext,
   WorkflowContext,
 } from "./core/context.ts";
 export {
+  ApprovalDeniedError,
+  ApprovalExpiredError,
+  ApprovalRefusedError,
   CairnError,
   type CairnErrorCode,
+  CancelledError,
   HeartbeatTimeoutError,
   IllegalTransitionError,
   InvalidDefinitionError,
@@ -55,28 +73,41 @@ export {
   LeaseLostError,
   NonRetryableError,
   NotSerializableError,
+  PayloadTooLargeError,
   ReplayDivergenceError,
   RunEndedError,
   RunNotFoundError,
+  RunNotOpenError,
   RunNotResumableError,
   RuntimeClosedError,
   type SerializedError,
+  StepLimitError,
   StepTimeoutError,
   StorageError,
   ToolFailedError,
   UnknownNameError,
+  VersionMismatchError,
+  WaitClosedError,
+  WaitNotFoundError,
   WaitTimeoutError,
 } from "./core/errors.ts";
 export type {
   Actor,
   AttemptRecord,
   Json,
+  ParentClosePolicy,
   RunRecord,
+  SignalRecord,
   StepKind,
   StepRecord,
+  StopRequest,
   TransitionRecord,
   Usage,
   Versions,
+  WaitKind,
+  WaitOutcome,
+  WaitRecord,
+  WaitResolution,
 } from "./core/records.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./core/retry-policy.ts";
 export {
@@ -87,12 +118,15 @@ export {
   type RunState,
   TERMINAL_STATES,
 } from "./core/run-state.ts";
-export { assertTransition, canTransition, TRANSITIONS } from "./core/transitions.ts";
+export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
+export { approvalDigest, describeWait } from "./core/wait-steps.ts";
 export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts";
 export type { ModelProvider } from "./llm/model-provider.ts";
 export { ScriptedModel, type ScriptedModelOptions, type ScriptedReply } from "./llm/scripted-model.ts";
+export { type Clock, systemClock } from "./runtime/clock.ts";
 export { consoleLogger, type Logger, silentLogger } from "./runtime/logger.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
+export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
 export type { WorkerOptions } from "./worker/worker.ts";

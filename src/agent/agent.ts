@@ -19,6 +19,22 @@ export interface ToolOptions<S extends z.ZodType = z.ZodType> {
   startToCloseTimeoutMs?: number;
   /** The attempt fails when it has not called `ctx.heartbeat()` for this long. @default no heartbeat timeout */
   heartbeatTimeoutMs?: number;
+  /**
+   * The tool needs an approval before every run: `ctx.tool` asks for one (PAUSED,
+   * awaiting_approval) with the tool's arguments as the payload, and runs the tool once approved.
+   * A denial or an expiry throws `ApprovalDeniedError` / `ApprovalExpiredError` from `ctx.tool`.
+   */
+  approval?: ToolApproval;
+}
+
+/** The approval a tool needs (see {@link ToolOptions.approval}). */
+export interface ToolApproval {
+  /** @default `tool:<name>` */
+  action?: string;
+  /** Who may decide; anyone when omitted. */
+  approvers?: readonly string[];
+  /** How long the approval stays open. */
+  expiresInMs: number;
 }
 
 /** A tool: a named async function that is one durable step. */
@@ -46,6 +62,13 @@ export interface AgentDefinition<
   readonly description: string;
   /** Version of the workflow code, recorded on every transition. @default "1" */
   readonly version: string;
+  /**
+   * Older versions this code still runs (after `ctx.patched` branches for them): a run started on
+   * a version that is neither `version` nor listed here fails with `VERSION_MISMATCH` instead of
+   * replaying against code it was not written for, and can be resumed once such code is deployed.
+   * @default []
+   */
+  readonly compatibleVersions: readonly string[];
   readonly tools: T;
   readonly workflows: W;
 }

@@ -53,6 +53,8 @@ export interface AgentDecoratorOptions {
   description?: string;
   /** Version of the workflow code, recorded on every transition. @default "1" */
   version?: string;
+  /** Older workflow versions this code still runs. */
+  compatibleVersions?: readonly string[];
 }
 
 /** Marks a class as an agent; its `@tool` and `@workflow` methods become its tools and workflows. */

@@ -47,6 +47,12 @@ export function defineTool(
     const v = definition[key];
     if (v !== undefined && !(v > 0)) throw new InvalidDefinitionError(`defineTool ${key} must be > 0 (got ${v})`);
   }
+  const approval = definition.approval;
+  if (approval !== undefined && !(approval.expiresInMs > 0)) {
+    throw new InvalidDefinitionError(
+      `defineTool approval.expiresInMs must be > 0 (got ${approval.expiresInMs}); e.g. approval: { expiresInMs: 24 * 3600_000 }`,
+    );
+  }
   return { ...definition, kind: "tool", run: definition.run as ToolDefinition["run"] };
 }
 
@@ -57,6 +63,8 @@ export interface AgentSpec<T extends ToolMap, W> {
   description?: string;
   /** Version of the workflow code, recorded on every transition. @default "1" */
   version?: string;
+  /** Older workflow versions this code still runs; see `AgentDefinition.compatibleVersions`. @default [] */
+  compatibleVersions?: readonly string[];
   tools: T;
   workflows: W & Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>;
 }
@@ -79,7 +87,14 @@ export interface AgentSpec<T extends ToolMap, W> {
 export function defineAgent<
   const T extends ToolMap,
   W extends Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>,
->(spec: { name: string; description?: string; version?: string; tools: T; workflows: W }): AgentDefinition<T, W> {
+>(spec: {
+  name: string;
+  description?: string;
+  version?: string;
+  compatibleVersions?: readonly string[];
+  tools: T;
+  workflows: W;
+}): AgentDefinition<T, W> {
   return makeAgent(spec) as AgentDefinition<T, W>;
 }
 
@@ -88,6 +103,7 @@ export function makeAgent(spec: {
   name: string;
   description?: string | undefined;
   version?: string | undefined;
+  compatibleVersions?: readonly string[] | undefined;
   tools: ToolMap;
   workflows: Record<string, WorkflowFunction<any>>;
 }): AgentDefinition {
@@ -120,6 +136,7 @@ export function makeAgent(spec: {
     name: spec.name,
     description: spec.description ?? "",
     version: spec.version ?? "1",
+    compatibleVersions: Object.freeze([...(spec.compatibleVersions ?? [])]),
     tools: Object.freeze({ ...tools }),
     workflows: Object.freeze({ ...workflows }),
   });

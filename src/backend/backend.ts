@@ -1,5 +1,17 @@
 import type { SerializedError } from "../core/errors.ts";
-import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions } from "../core/records.ts";
+import type {
+  Actor,
+  Json,
+  ParentClosePolicy,
+  RunRecord,
+  SignalRecord,
+  StepRecord,
+  StopRequest,
+  TransitionRecord,
+  Versions,
+  WaitRecord,
+  WaitResolution,
+} from "../core/records.ts";
 import type { PausedReason, RunState } from "../core/run-state.ts";
 
 /**
@@ -28,7 +40,7 @@ export interface RuntimeBackend {
   listRuns(filter?: RunFilter): Promise<RunRecord[]>;
 
   /**
-   * Claims one runnable run (state PENDING or RESUMING, no lease or a lapsed one) for
+   * Claims one runnable run (state PENDING, RESUMING or CANCELLING, no lease or a lapsed one) for
    * `workerId`: sets the lease, increments the epoch and returns the claimed run, oldest run
    * first. With `runId`, only that run is considered. Two concurrent claims never get the same run.
    */
@@ -51,7 +63,10 @@ export interface RuntimeBackend {
    * Writes one transition and the run changes that go with it, atomically. Checks, in the same
    * transaction: the run's state is `from` (else `IllegalTransitionError` naming the real
    * state), the pair is legal (`assertTransition`), and the fence holds (else `LeaseLostError`).
-   * Transition ids are the run's last id + 1.
+   * Transition ids are the run's last id + 1. A transition into a terminal state also does, in
+   * the same transaction, what `planEnd` (`wait-rules.ts`) says: the run's open waits are
+   * closed; a parent waiting on this run has that wait resolved (and goes RESUMING if PAUSED);
+   * open children are stopped according to their parent-close policy; a `successor` is created.
    */
   transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }>;
   listTransitions(runId: string): Promise<TransitionRecord[]>;
@@ -66,10 +81,58 @@ export interface RuntimeBackend {
   loadSteps(runId: string): Promise<StepRecord[]>;
 
   /**
+   * Pauses a run on what its workflow waits for, or finds that it need not pause — atomically, so
+   * that a signal, an answer or a timer arriving meanwhile is never lost. In one transaction,
+   * fenced by `epoch`: stores `waits` that are not stored yet (by id); then, for each wait in
+   * `blockedOn`, resolves it at once if it can be (a due time passed, a matching signal in the
+   * inbox, the child run ended) — see `planSuspend` in `wait-rules.ts`. If any wait in `blockedOn`
+   * is resolved (now or earlier), or the run has a stop request, the run is not paused. Otherwise
+   * it goes RUNNING -> PAUSED (`pausedReason`) and its lease is released.
+   */
+  suspend(request: SuspendRequest): Promise<SuspendResult>;
+  /** Every wait of a run, in (seq, id) order. */
+  loadWaits(runId: string): Promise<WaitRecord[]>;
+  /**
+   * Resolves an open wait from outside (an answer, an approval decision). In one transaction:
+   * reads the wait (`WaitNotFoundError` when there is none, `WaitClosedError` when it is no longer
+   * open), calls `decide` with it and the run — `decide` may throw to refuse, and then nothing is
+   * written — and stores the resolution it returns. A PAUSED run (not suspended_orphan) goes
+   * RESUMING in the same transaction, with `actor` and `reason`.
+   */
+  resolveWait(request: ResolveWaitRequest): Promise<ResolveWaitResult>;
+  /**
+   * Puts a signal in the run's inbox, or says it is a duplicate when the run's inbox already holds
+   * `messageId` (nothing is written then). A new signal resolves the run's oldest open signal wait
+   * of that name (and a PAUSED run goes RESUMING); with none, it stays in the inbox for a later
+   * wait. A run that has ended (a terminal state other than INTERRUPTED) takes no signal
+   * (`RunNotOpenError`); an interrupted run keeps its inbox.
+   */
+  deliverSignal(request: SignalRequest): Promise<SignalResult>;
+  /** The run's inbox, oldest first. */
+  listSignals(runId: string): Promise<SignalRecord[]>;
+  /**
+   * Resolves open waits whose `dueAt <= now` (timers fire, retries come due, timeouts time out,
+   * approvals expire — `dueResolution`) and moves their PAUSED runs to RESUMING. At most `limit`
+   * waits; returns those it resolved.
+   */
+  fireDueWaits(now: number, limit: number): Promise<WaitRecord[]>;
+  /** The earliest `dueAt` among open waits, or null. */
+  nextDueAt(): Promise<number | null>;
+  /**
+   * Asks a run to stop (cancel) or to suspend (a child whose parent ended), in one transaction —
+   * see `planStop`: a PENDING run is cancelled at once, a PAUSED one moves to where a worker
+   * carries the request out, a run a worker holds gets the request stored for that worker. A
+   * terminal run is returned untouched.
+   */
+  requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }>;
+  /** Ids of the runs `workerId` holds that have a stop request. */
+  listStopRequested(workerId: string): Promise<string[]>;
+
+  /**
    * Optional wake-ups, so that workers and waiters need not wait for their next poll: `listener`
-   * hears of every run that became runnable (created, or moved to PENDING or RESUMING) and every
-   * run that reached a terminal state, in any process using the same storage, once the write
-   * has committed. After a lost connection is re-established it hears `reconnected` (wake-ups
+   * hears of every run that became runnable (created, or moved to PENDING, RESUMING or
+   * CANCELLING), every run a stop was asked of, and every run that reached a terminal state, in
+   * any process using the same storage, once the write has committed. After a lost connection is re-established it hears `reconnected` (wake-ups
    * may have been missed: look again). Backends without it are polled. Returns the unsubscribe
    * function.
    */
@@ -80,6 +143,8 @@ export interface RuntimeBackend {
 export type Wake =
   | { kind: "runnable"; runId: string }
   | { kind: "ended"; runId: string }
+  /** A stop (cancel, suspend) was asked of a run a worker may hold. */
+  | { kind: "stop"; runId: string }
   /** The subscription was re-established; anything may have happened meanwhile. */
   | { kind: "reconnected" };
 
@@ -95,6 +160,10 @@ export interface CreateRunInput {
   actor: Actor;
   reason: string;
   at: number;
+  /** The spawning run, for a child run. */
+  parentRunId?: string | null;
+  /** @default "suspend" for a child run, null otherwise */
+  parentClosePolicy?: ParentClosePolicy | null;
 }
 
 /** Filter of `listRuns`. */
@@ -102,6 +171,8 @@ export interface RunFilter {
   agent?: string;
   workflow?: string;
   state?: RunState | readonly RunState[];
+  /** Only children of this run. */
+  parentRunId?: string;
   /** @default 100 */
   limit?: number;
   /** @default 0 */
@@ -154,6 +225,82 @@ export interface TransitionRequest {
   fence: Fence;
   /** Run fields to change in the same transaction. */
   patch?: RunPatch;
+  /**
+   * `ctx.continueAsNew`: the run to create in the same transaction (with this run's key), linked
+   * both ways (`continuedTo` / `continuedFrom`). Only with a terminal `to`.
+   */
+  successor?: CreateRunInput;
+}
+
+/** What `suspend` needs. */
+export interface SuspendRequest {
+  runId: string;
+  epoch: number;
+  /** Waits opened since the run was claimed; those already stored are left as they are. */
+  waits: readonly WaitRecord[];
+  /** Ids of the waits the workflow is blocked on now. */
+  blockedOn: readonly string[];
+  pausedReason: PausedReason;
+  actor: Actor;
+  reason: string;
+  versions: Versions;
+  at: number;
+}
+
+/** What `suspend` did. */
+export type SuspendResult =
+  | { paused: true; run: RunRecord; transition: TransitionRecord }
+  /** Not paused: some of the waits are resolved (replay and go on), or the run has a stop request. */
+  | { paused: false; resolved: WaitRecord[]; stopRequest: StopRequest | undefined };
+
+/** What `resolveWait` needs. */
+export interface ResolveWaitRequest {
+  runId: string;
+  waitId: string;
+  /** Called inside the transaction with the stored open wait; throws to refuse. */
+  decide: (wait: WaitRecord, run: RunRecord) => Omit<WaitResolution, "at">;
+  actor: Actor;
+  /** Reason of the RESUMING transition. */
+  reason: string;
+  versions: Versions;
+  at: number;
+}
+
+/** What `resolveWait` did. */
+export interface ResolveWaitResult {
+  wait: WaitRecord;
+  run: RunRecord;
+  /** PAUSED -> RESUMING, when the run was paused. */
+  transition: TransitionRecord | undefined;
+}
+
+/** What `deliverSignal` needs. */
+export interface SignalRequest {
+  runId: string;
+  name: string;
+  payload: Json;
+  messageId: string;
+  actor: Actor;
+  versions: Versions;
+  at: number;
+}
+
+/** What `deliverSignal` did. */
+export interface SignalResult {
+  /** The inbox held this message id already: nothing was delivered. */
+  duplicate: boolean;
+  signal: SignalRecord;
+  /** The wait it resolved, if one was open. */
+  deliveredTo: string | null;
+  run: RunRecord;
+  transition: TransitionRecord | undefined;
+}
+
+/** What `requestStop` needs. */
+export interface StopRunRequest {
+  runId: string;
+  request: StopRequest;
+  versions: Versions;
 }
 
 /** Run fields a transition may change. */
@@ -164,6 +311,8 @@ export interface RunPatch {
   releaseLease?: boolean;
   /** Add one to the automatic-recovery count. */
   countRecovery?: boolean;
+  /** Drop the run's stop request (a resume of a suspended orphan). */
+  clearStopRequest?: boolean;
   /**
    * Set the automatic-recovery count back to 0: a graceful hand-over (a worker shutting down
    * within its grace) is not a crash, so it must not use up the bound meant for crash loops.

@@ -3,12 +3,18 @@ import type {
   Actor,
   AttemptRecord,
   Json,
+  ParentClosePolicy,
   RunRecord,
+  SignalRecord,
   StepKind,
   StepRecord,
+  StopRequest,
   TransitionRecord,
   Usage,
   Versions,
+  WaitKind,
+  WaitRecord,
+  WaitResolution,
 } from "../core/records.ts";
 import type { PausedReason, RunState } from "../core/run-state.ts";
 
@@ -36,8 +42,37 @@ export interface RunRow {
   last_transition_id: number;
   versions: string;
   meta: string;
+  parent_run_id: string | null;
+  parent_close_policy: string | null;
+  stop_request: string | null;
+  continued_from: string | null;
+  continued_to: string | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A `waits` row. */
+export interface WaitRow {
+  run_id: string;
+  id: string;
+  seq: number;
+  kind: string;
+  name: string;
+  status: string;
+  details: string;
+  due_at: number | null;
+  resolution: string | null;
+  created_at: number;
+}
+
+/** A `signals` row. */
+export interface SignalRow {
+  run_id: string;
+  message_id: string;
+  name: string;
+  payload: string;
+  received_at: number;
+  consumed_by: string | null;
 }
 
 /** A `transitions` row. */
@@ -101,6 +136,11 @@ export function rowToRun(row: RunRow): RunRecord {
     lastTransitionId: row.last_transition_id,
     versions: JSON.parse(row.versions) as Versions,
     meta: JSON.parse(row.meta) as Record<string, Json>,
+    parentRunId: row.parent_run_id,
+    parentClosePolicy: row.parent_close_policy as ParentClosePolicy | null,
+    stopRequest: decode<StopRequest>(row.stop_request),
+    continuedFrom: row.continued_from,
+    continuedTo: row.continued_to,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -178,4 +218,136 @@ export function stepValues(step: StepRecord): unknown[] {
     step.startedAt,
     step.endedAt,
   ];
+}
+
+/**
+ * Every column of a `runs` row in table order, encoded: what a full-row INSERT (a new run, a
+ * `continueAsNew` successor) or a full-row UPDATE (a plan's changed runs) binds.
+ */
+export const RUN_COLUMNS = [
+  "id",
+  "agent",
+  "workflow",
+  "run_key",
+  "state",
+  "paused_reason",
+  "input",
+  "output",
+  "error",
+  "epoch",
+  "lease_owner",
+  "lease_expires_at",
+  "recoveries",
+  "last_transition_id",
+  "versions",
+  "meta",
+  "parent_run_id",
+  "parent_close_policy",
+  "stop_request",
+  "continued_from",
+  "continued_to",
+  "created_at",
+  "updated_at",
+] as const;
+
+/** The values of {@link RUN_COLUMNS} for a run. */
+export function runValues(run: RunRecord): unknown[] {
+  return [
+    run.id,
+    run.agent,
+    run.workflow,
+    run.key,
+    run.state,
+    run.pausedReason,
+    JSON.stringify(run.input),
+    encode(run.output),
+    encode(run.error),
+    run.epoch,
+    run.leaseOwner,
+    run.leaseExpiresAt,
+    run.recoveries,
+    run.lastTransitionId,
+    JSON.stringify(run.versions),
+    JSON.stringify(run.meta),
+    run.parentRunId,
+    run.parentClosePolicy,
+    encode(run.stopRequest),
+    run.continuedFrom,
+    run.continuedTo,
+    run.createdAt,
+    run.updatedAt,
+  ];
+}
+
+/** Columns of a `waits` row in table order. */
+export const WAIT_COLUMNS = [
+  "run_id",
+  "id",
+  "seq",
+  "kind",
+  "name",
+  "status",
+  "details",
+  "due_at",
+  "resolution",
+  "created_at",
+] as const;
+
+/** The values of {@link WAIT_COLUMNS} for a wait. */
+export function waitValues(wait: WaitRecord): unknown[] {
+  return [
+    wait.runId,
+    wait.id,
+    wait.seq,
+    wait.kind,
+    wait.name,
+    wait.status,
+    JSON.stringify(wait.details),
+    wait.dueAt,
+    encode(wait.resolution),
+    wait.createdAt,
+  ];
+}
+
+/** The record of a `waits` row. */
+export function rowToWait(row: WaitRow): WaitRecord {
+  return {
+    runId: row.run_id,
+    id: row.id,
+    seq: row.seq,
+    kind: row.kind as WaitKind,
+    name: row.name,
+    status: row.status as WaitRecord["status"],
+    details: JSON.parse(row.details) as Json,
+    dueAt: row.due_at,
+    resolution: decode<WaitResolution>(row.resolution),
+    createdAt: row.created_at,
+  };
+}
+
+/** Columns of a `signals` row in table order. */
+export const SIGNAL_COLUMNS = ["run_id", "message_id", "name", "payload", "received_at", "consumed_by"] as const;
+
+/** The values of {@link SIGNAL_COLUMNS} for a signal. */
+export function signalValues(signal: SignalRecord): unknown[] {
+  return [
+    signal.runId,
+    signal.messageId,
+    signal.name,
+    JSON.stringify(signal.payload),
+    signal.receivedAt,
+    signal.consumedBy,
+  ];
+}
+
+/** The record of a `signals` row. */
+export function rowToSignal(row: SignalRow): SignalRecord {
+  return {
+    runId: row.run_id,
+    messageId: row.message_id,
+    name: row.name,
+    payload: JSON.parse(row.payload) as Json,
+    receivedAt: row.received_at,
+    consumedBy: row.consumed_by,
+  };
 }

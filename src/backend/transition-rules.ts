@@ -53,6 +53,7 @@ export function applyTransition(
   if (patch.output !== undefined) next.output = patch.output;
   if (patch.error !== undefined) next.error = patch.error ?? undefined;
   if (patch.resetRecoveries) next.recoveries = 0;
+  if (patch.clearStopRequest) next.stopRequest = undefined;
   if (patch.countRecovery) next.recoveries = next.recoveries + 1;
   if ("takeover" in fence) {
     next.epoch = run.epoch + 1;
@@ -96,6 +97,11 @@ export function pendingRun(input: CreateRunInput): { run: RunRecord; transition:
     lastTransitionId: 1,
     versions: input.versions,
     meta: input.meta,
+    parentRunId: input.parentRunId ?? null,
+    parentClosePolicy: input.parentClosePolicy ?? (input.parentRunId ? "suspend" : null),
+    stopRequest: undefined,
+    continuedFrom: null,
+    continuedTo: null,
     createdAt: input.at,
     updatedAt: input.at,
   };
@@ -113,10 +119,16 @@ export function pendingRun(input: CreateRunInput): { run: RunRecord; transition:
   return { run, transition };
 }
 
+/**
+ * States a worker claims: a new run, a run to resume, a run whose cancellation a worker must
+ * finish (CANCELLING without a live lease: cancelled while PAUSED, or its worker was lost).
+ */
+export const RUNNABLE_STATES: ReadonlySet<RunState> = new Set<RunState>(["PENDING", "RESUMING", "CANCELLING"]);
+
 /** Whether `run` may be claimed at `now` (runnable state, no live lease, one of `agents` when given). */
 export function isClaimable(run: RunRecord, now: number, agents?: readonly string[]): boolean {
   return (
-    (run.state === "PENDING" || run.state === "RESUMING") &&
+    RUNNABLE_STATES.has(run.state) &&
     (agents === undefined || agents.includes(run.agent)) &&
     (run.leaseOwner === null || run.leaseExpiresAt === null || run.leaseExpiresAt <= now)
   );
@@ -129,7 +141,7 @@ export function claimed(run: RunRecord, workerId: string, now: number, leaseMs: 
 
 /** The wake-up a transition into `state` sends, if any (shared by the backends). */
 export function wakeFor(runId: string, state: RunState): Exclude<Wake, { kind: "reconnected" }> | undefined {
-  if (state === "PENDING" || state === "RESUMING") return { kind: "runnable", runId };
+  if (RUNNABLE_STATES.has(state)) return { kind: "runnable", runId };
   if (isTerminal(state)) return { kind: "ended", runId };
   return undefined;
 }

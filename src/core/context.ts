@@ -1,4 +1,5 @@
-import type { Json, StepKind } from "./records.ts";
+import type { ZodType } from "zod";
+import type { Actor, Json, ParentClosePolicy, StepKind } from "./records.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
 /**
@@ -90,6 +91,88 @@ export interface WorkflowContext<T extends ToolSignatures = ToolSignatures> exte
   random(): Promise<number>;
   /** A random UUID v4, recorded on first execution and replayed after. */
   uuid(): Promise<string>;
+  /**
+   * Waits for the signal `name` (sent with `runtime.signal(runId, name, payload)`) and returns its
+   * payload. The run is PAUSED (awaiting_signal) meanwhile and holds no compute. A signal sent
+   * before the wait is kept in the run's inbox and received at once. With `timeoutMs`, throws
+   * `WaitTimeoutError` when none arrives in time.
+   */
+  waitForSignal<P = Json>(name: string, options?: { timeoutMs?: number }): Promise<P>;
+  /**
+   * Asks a person a question and returns the answer (`runtime.answer(runId, waitId, value)`),
+   * validated against `schema` when given (a bad answer is refused and the run keeps waiting).
+   * PAUSED (awaiting_user) meanwhile. With `timeoutMs`, throws `WaitTimeoutError` when unanswered.
+   */
+  askUser<A = string>(question: string, options?: AskOptions<A>): Promise<A>;
+  /** Sleeps durably: PAUSED (awaiting_timer); a timer due while every worker was down fires when one is back. */
+  sleep(ms: number): Promise<void>;
+  /** Sleeps until `at` (a Date or epoch milliseconds); see {@link WorkflowContext.sleep}. */
+  sleepUntil(at: Date | number): Promise<void>;
+  /**
+   * Asks for an approval and waits for the decision (PAUSED, awaiting_approval). Resolves when
+   * approved; throws `ApprovalDeniedError` when denied and `ApprovalExpiredError` when nobody
+   * decided within `expiresInMs` — unhandled, either ends the run BLOCKED.
+   */
+  requestApproval(request: ApprovalRequest): Promise<ApprovalDecision>;
+  /**
+   * Starts a child run of `workflow` of `agent` (the child's id is `<this run's id>.<seq>`, so a
+   * replay finds the same child). `await child.result()` pauses this run (awaiting_child) until
+   * the child ends.
+   */
+  spawn<O = unknown>(agent: string, workflow: string, input: unknown, options?: SpawnOptions): Promise<ChildHandle<O>>;
+  /**
+   * For code changes under runs in flight: true when this run reaches this point with the new
+   * code (a run started after the change, or one that had not got this far), false when the run
+   * already went past it under the old code. Recorded as a marker step.
+   */
+  patched(changeId: string): boolean;
+  /**
+   * Ends this run and starts its successor with `input` (same agent, workflow and key; linked both
+   * ways), so a long session keeps its journal small. Never returns.
+   */
+  continueAsNew(input: unknown): Promise<never>;
+}
+
+/** Options of `ctx.askUser`. */
+export interface AskOptions<A> {
+  /** zod schema the answer must match; stored as JSON Schema with the question. */
+  schema?: ZodType<A>;
+  /** Throws `WaitTimeoutError` in the workflow when no answer came in this time. */
+  timeoutMs?: number;
+}
+
+/** What `ctx.requestApproval` asks. */
+export interface ApprovalRequest {
+  /** What is to be approved, e.g. "send_payment". */
+  action: string;
+  /** The exact data approved; the decider must present its digest. */
+  payload?: unknown;
+  /** Who may decide (subjects); anyone when empty or omitted. */
+  approvers?: readonly string[];
+  /** How long the approval stays open. */
+  expiresInMs: number;
+}
+
+/** An approval that was granted. */
+export interface ApprovalDecision {
+  approved: true;
+  approvalId: string;
+  by: Actor | undefined;
+  note: string | undefined;
+  at: number;
+}
+
+/** Options of `ctx.spawn`. */
+export interface SpawnOptions {
+  /** What happens to the child when this run ends first. @default "suspend" */
+  parentClosePolicy?: ParentClosePolicy;
+}
+
+/** A child run started with `ctx.spawn`. */
+export interface ChildHandle<O = unknown> {
+  readonly runId: string;
+  /** Waits for the child to end: its output, or `RunEndedError` when it did not complete. */
+  result(): Promise<O>;
 }
 
 /** The context of one tool attempt. */

@@ -1,6 +1,6 @@
 import type { DomainCallInfo } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
-import type { StepRecord } from "./records.ts";
+import type { Json, ParentClosePolicy, StepRecord } from "./records.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
 /**
@@ -21,6 +21,21 @@ export interface EnvelopeHost {
   readDomain(domain: string, entity: string, params: Record<string, unknown>, info: DomainCallInfo): Promise<unknown>;
   /** The named model, or the default; throws `UnknownNameError` when none is registered. */
   model(name: string | undefined): ModelProvider;
+  /**
+   * Creates a child run with this id (`ctx.spawn`), or does nothing when it exists already (a
+   * replayed spawn whose result was not recorded).
+   */
+  spawn(child: {
+    id: string;
+    agent: string;
+    workflow: string;
+    input: Json;
+    parentClosePolicy: ParentClosePolicy;
+  }): Promise<void>;
+  /** Retry backoffs at least this long pause the run on a durable timer (awaiting_retry). */
+  readonly retryPauseThresholdMs: number;
+  /** Steps a run may take; a warning at 80 %, then `StepLimitError`. */
+  readonly maxSteps: number;
   /** Retry policy of domain steps. */
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */

@@ -1,5 +1,6 @@
 import type { AgentDefinition } from "../agent/agent.ts";
 import type {
+  ChildHandle,
   GenerateRequest,
   LlmClient,
   ModelResponse,
@@ -14,22 +15,36 @@ import {
   InvalidInputError,
   type ReplayDivergenceError,
   type SerializedError,
+  StepLimitError,
   ToolFailedError,
   UnknownNameError,
 } from "./errors.ts";
 import { JournalWriter } from "./journal-writer.ts";
-import type { Json, RunRecord, StepKind, StepRecord } from "./records.ts";
+import type { Json, RunRecord, StepKind, StepRecord, WaitRecord } from "./records.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
 import { ToolAttemptContext } from "./tool-context.ts";
+import { type PauseOutcome, settleChild, type WaitSpec, WaitSteps } from "./wait-steps.ts";
 
 /** How an envelope's execution ended. */
 export type EnvelopeOutcome =
   | { kind: "completed"; output: Json }
   | { kind: "failed"; error: SerializedError }
-  /** The run was taken away (lease lost) or stopped (shutdown) before it finished. */
-  | { kind: "stopped"; reason: unknown };
+  /** The run was taken away (lease lost) or stopped (shutdown, cancellation) before it finished. */
+  | { kind: "stopped"; reason: unknown }
+  /**
+   * Every step the workflow awaits is a wait: the run should pause. `waits` are the ones opened
+   * in this execution (not stored yet), `blockedOn` the ids of all it is blocked on.
+   */
+  | PauseOutcome
+  /** `ctx.continueAsNew(input)`. */
+  | { kind: "continued"; input: Json };
+
+/** A step in flight when a cancellation began, and how it ended. */
+export interface InFlightStep extends StepIdentity {
+  outcome: "completed" | "failed" | "unknown";
+}
 
 /**
  * The execution boundary around one run of a workflow (DESIGN §4). It replays the run's journal:
@@ -47,15 +62,38 @@ export class WorkflowEnvelope {
   readonly #maxRecordedSeq: number;
   readonly #calls: StepIdentity[] = [];
   readonly #stop = new AbortController();
+  /** Fired by `cancel()`: attempts see it; unlike `#stop`, results that still arrive are kept. */
+  readonly #cancel = new AbortController();
   readonly #writer: JournalWriter;
+  readonly #waitSteps: WaitSteps;
+  /** Non-wait steps executing now (a run pauses only when none is). */
+  #inflight = 0;
+  /** Steps executing now, by seq: the evidence of a cancellation. */
+  readonly #running = new Map<number, StepRecord>();
+  #cancelled: StepRecord[] | undefined;
+  /** Ends `execute()` with a pause or a continue-as-new. */
+  #settle: ((outcome: EnvelopeOutcome) => void) | undefined;
   #seq = 0;
   #diverged: ReplayDivergenceError | undefined;
   #finished = false;
 
-  constructor(options: { run: RunRecord; agent: AgentDefinition; journal: readonly StepRecord[]; host: EnvelopeHost }) {
+  constructor(options: {
+    run: RunRecord;
+    agent: AgentDefinition;
+    journal: readonly StepRecord[];
+    waits?: readonly WaitRecord[];
+    host: EnvelopeHost;
+  }) {
     this.#run = options.run;
     this.#agent = options.agent;
     this.#host = options.host;
+    this.#waitSteps = new WaitSteps({
+      run: options.run,
+      host: options.host,
+      stored: options.waits ?? [],
+      isIdle: () => this.#inflight === 0 && !this.#finished,
+      pause: (outcome) => this.#settle?.(outcome),
+    });
     this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
     this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
@@ -76,6 +114,28 @@ export class WorkflowEnvelope {
    */
   flushJournal(): Promise<void> {
     return this.#writer.flush();
+  }
+
+  /**
+   * Cancels the run: attempts in flight see their signal fire (a result that still arrives is
+   * recorded), no new step starts, and `execute()` ends (`stopped` with `reason`) once no step is
+   * in flight — or when the caller gives up waiting and calls `stop()`.
+   */
+  cancel(reason: Error): void {
+    if (this.#cancel.signal.aborted) return;
+    this.#cancelled = [...this.#running.values()];
+    this.#cancel.abort(reason);
+    if (this.#inflight === 0) this.stop(reason);
+  }
+
+  /** The steps that were in flight when `cancel()` was called, with how each has ended so far. */
+  inFlightAtCancel(): InFlightStep[] {
+    return (this.#cancelled ?? []).map((s) => ({
+      seq: s.seq,
+      kind: s.kind,
+      name: s.name,
+      outcome: s.status === "started" ? "unknown" : s.status,
+    }));
   }
 
   /** Fired when the run is stopped; every attempt in flight sees it. */
@@ -114,6 +174,9 @@ export class WorkflowEnvelope {
       if (this.#stop.signal.aborted) onStop();
       else this.#stop.signal.addEventListener("abort", onStop, { once: true });
     });
+    const settled = new Promise<EnvelopeOutcome>((resolve) => {
+      this.#settle = resolve;
+    });
     const finished = (async (): Promise<EnvelopeOutcome> => {
       let output: unknown;
       try {
@@ -123,7 +186,7 @@ export class WorkflowEnvelope {
       }
       return this.#outcome({ output });
     })();
-    let outcome = await Promise.race([finished, stopped]);
+    let outcome = await Promise.race([finished, stopped, settled]);
     this.#finished = true;
     if (outcome.kind !== "stopped") {
       // The run's final transition must not overtake the results it reports.
@@ -133,9 +196,9 @@ export class WorkflowEnvelope {
         outcome = { kind: "stopped", reason: error };
       }
       // Steps the workflow started and did not await are abandoned: their signal fires and
-      // nothing they do is written after the run's end.
+      // nothing they do is written after the run's end (or its pause: it is replayed later).
       this.#writer.close();
-      this.stop(new Error(`run ${this.#run.id} ended; steps still in flight are abandoned`));
+      this.stop(new Error(`run ${this.#run.id} ${outcome.kind}; steps still in flight are abandoned`));
     }
     return outcome;
   }
@@ -192,7 +255,103 @@ export class WorkflowEnvelope {
       random: () => this.#valueStep("random", () => this.#host.random()),
       uuid: () => this.#valueStep("uuid", () => this.#host.randomUUID()),
       log: (message, fields) => this.#host.log("info", message, { runId: run.id, ...fields }),
+      waitForSignal: (name: string, options?: { timeoutMs?: number }) =>
+        this.#wait(() => this.#waitSteps.signal(name, options)),
+      askUser: (question: string, options?: Parameters<WaitSteps["ask"]>[1]) =>
+        this.#wait(() => this.#waitSteps.ask(question, options)),
+      sleep: (ms: number) => this.#wait(() => this.#waitSteps.sleep(ms)),
+      sleepUntil: (at: Date | number) => this.#wait(() => this.#waitSteps.sleepUntil(at)),
+      requestApproval: (request: Parameters<WaitSteps["approval"]>[0]) =>
+        this.#wait(() => this.#waitSteps.approval(request)),
+      spawn: (
+        agent: string,
+        workflow: string,
+        input: unknown,
+        options?: { parentClosePolicy?: "suspend" | "cancel" | "abandon" },
+      ) => this.#spawn(agent, workflow, input, options?.parentClosePolicy ?? "suspend"),
+      patched: (changeId: string) => this.#patched(changeId),
+      continueAsNew: (input: unknown) => {
+        const json = toJson(input, "the input of continueAsNew") ?? null;
+        if (this.#diverged) return Promise.reject(this.#diverged);
+        this.#settle?.({ kind: "continued", input: json });
+        return new Promise<never>(() => {});
+      },
     } as WorkflowContext;
+  }
+
+  /** A wait step: begun now (its seq taken synchronously), then resolved, replayed or paused on. */
+  #wait<T>(make: () => WaitSpec<T>, begun?: { seq: number; recorded: StepRecord | undefined }): Promise<T> {
+    let started: { seq: number; recorded: StepRecord | undefined };
+    let spec: WaitSpec<T>;
+    try {
+      spec = make();
+      started = begun ?? this.#begin("wait", spec.stepName);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    return this.#waitSteps.run(spec, started, this.#writer, (seq, at) =>
+      this.#newStep(seq, "wait", spec.stepName, spec.args, at),
+    );
+  }
+
+  #spawn(
+    agent: string,
+    workflow: string,
+    input: unknown,
+    policy: "suspend" | "cancel" | "abandon",
+  ): Promise<ChildHandle> {
+    let begun: { seq: number; recorded: StepRecord | undefined };
+    try {
+      begun = this.#begin("child", `${agent}.${workflow}`);
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    const childId = `${this.#run.id}.${begun.seq}`;
+    const json = toJson(input, `the input of child ${agent}.${workflow}`) ?? null;
+    const handle: ChildHandle = {
+      runId: childId,
+      // A child that continued as new is followed along its chain, one wait step per run.
+      result: async () => {
+        for (let runId = childId; ; ) {
+          const ending = await this.#wait(() => this.#waitSteps.child(runId));
+          if (ending.state !== "COMPLETED" || !ending.continuedTo) return settleChild(childId, ending);
+          runId = ending.continuedTo;
+        }
+      },
+    };
+    return this.#step(
+      "child",
+      `${agent}.${workflow}`,
+      { agent, workflow, input: json, parentClosePolicy: policy },
+      {
+        policy: undefined,
+        run: async () => {
+          await this.#host.spawn({ id: childId, agent, workflow, input: json, parentClosePolicy: policy });
+          return { runId: childId };
+        },
+      },
+      begun,
+    ).then(() => handle);
+  }
+
+  /**
+   * True on the new code path: the run reached this point with this code. On replay, true only
+   * when the history holds this marker at this point; a history that holds another step there
+   * was written by the old code, so false (and no step number is taken).
+   */
+  #patched(changeId: string): boolean {
+    const name = changeId;
+    const next = this.#journal.get(this.#seq + 1);
+    if (next && !(next.kind === "marker" && next.name === name)) return false;
+    const { seq, recorded } = this.#begin("marker", name);
+    if (!recorded) {
+      const at = this.#host.now();
+      this.#writer.later(
+        { ...this.#newStep(seq, "marker", name, null, at), status: "completed", result: true, endedAt: at },
+        false,
+      );
+    }
+    return true;
   }
 
   /** Takes the next step number and checks the call against the journal. */
@@ -201,7 +360,20 @@ export class WorkflowEnvelope {
       throw new Error(`ctx.${kind}("${name}") was called after the workflow finished; await every ctx call`);
     }
     if (this.#diverged) throw this.#diverged;
+    if (this.#cancel.signal.aborted) throw this.#cancel.signal.reason;
     const seq = ++this.#seq;
+    if (seq > this.#host.maxSteps) {
+      throw new StepLimitError(
+        `run ${this.#run.id} reached its limit of ${this.#host.maxSteps} steps; carry the state over with ctx.continueAsNew(state) to start a fresh run, or raise the runtime's maxSteps`,
+      );
+    }
+    if (seq === Math.floor(this.#host.maxSteps * 0.8) && seq > this.#maxRecordedSeq) {
+      this.#host.log(
+        "warn",
+        `run ${this.#run.id} has taken ${seq} of its ${this.#host.maxSteps} steps; use ctx.continueAsNew(state) before it reaches the limit`,
+        { runId: this.#run.id, seq },
+      );
+    }
     this.#calls.push({ seq, kind, name });
     const recorded = this.#journal.get(seq);
     if (recorded && (recorded.kind !== kind || recorded.name !== name)) {
@@ -258,6 +430,42 @@ export class WorkflowEnvelope {
       }
       parsed = result.data;
     }
+    let approvalBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
+    let toolBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
+    if (tool.approval) {
+      // Both step numbers are taken now, so concurrent calls replay in the same order whatever
+      // order their approvals come in.
+      try {
+        approvalBegun = this.#begin("wait", `approval:${tool.approval.action ?? `tool:${name}`}`);
+        toolBegun = this.#begin("tool", name);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    const runTool = () =>
+      this.#step(
+        "tool",
+        name,
+        args,
+        {
+          policy: options?.retry ?? tool.retry,
+          startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
+          heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
+          run: (attempt) => tool.run(new ToolAttemptContext(this.#run, name, attempt, this.#host), parsed),
+        },
+        toolBegun,
+      );
+    const approval = tool.approval;
+    if (approval && approvalBegun) {
+      const spec = () =>
+        this.#waitSteps.approval({
+          action: approval.action ?? `tool:${name}`,
+          payload: args,
+          approvers: approval.approvers ?? [],
+          expiresInMs: approval.expiresInMs,
+        });
+      return this.#wait(spec, approvalBegun).then(runTool);
+    }
     return this.#step("tool", name, args, {
       policy: options?.retry ?? tool.retry,
       startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
@@ -290,8 +498,9 @@ export class WorkflowEnvelope {
       heartbeatTimeoutMs?: number | undefined;
       run: (attempt: StepExecution) => Promise<R> | R;
     },
+    begun?: { seq: number; recorded: StepRecord | undefined },
   ): Promise<R> {
-    const { seq, recorded } = this.#begin(kind, name);
+    const { seq, recorded } = begun ?? this.#begin(kind, name);
     const snapshot = jsonSnapshot(args ?? null, `the arguments of ${kind} "${name}"`);
     const argsJson = snapshot.json ?? null;
     const argsDigest = digestText(snapshot.text);
@@ -308,20 +517,54 @@ export class WorkflowEnvelope {
     const step: StepRecord = recorded
       ? { ...recorded, attempts: [...recorded.attempts] }
       : { ...this.#newStep(seq, kind, name, argsJson, this.#host.now()), argsDigest };
-    const result = await executeStep<R>({
-      step,
-      host: this.#host,
-      writer: this.#writer,
-      stop: this.#stop.signal,
-      policy: resolveRetryPolicy(spec.policy),
-      limits: {
-        startToCloseTimeoutMs: spec.startToCloseTimeoutMs,
-        heartbeatTimeoutMs: spec.heartbeatTimeoutMs,
-        label: `${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
-      },
-      run: spec.run,
-    });
-    return result;
+    this.#inflight++;
+    this.#running.set(seq, step);
+    let parked = false;
+    const leave = () => {
+      this.#inflight--;
+      this.#running.delete(seq);
+      if (this.#cancel.signal.aborted && this.#inflight === 0) this.stop(this.#cancel.signal.reason);
+      else this.#waitSteps.check();
+    };
+    try {
+      return await executeStep<R>({
+        step,
+        host: this.#host,
+        writer: this.#writer,
+        stop: this.#stop.signal,
+        cancel: this.#cancel.signal,
+        policy: resolveRetryPolicy(spec.policy),
+        limits: {
+          startToCloseTimeoutMs: spec.startToCloseTimeoutMs,
+          heartbeatTimeoutMs: spec.heartbeatTimeoutMs,
+          label: `${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
+        },
+        run: spec.run,
+        retryPause: {
+          afterMs: this.#host.retryPauseThresholdMs,
+          wait: (attempt) => this.#waitSteps.stored(`r${seq}.${attempt}`),
+          park: (attempt, dueAt) => {
+            // The step is no longer running: it waits on a durable timer, like a wait step.
+            parked = true;
+            leave();
+            return this.#waitSteps.park({
+              runId: this.#run.id,
+              id: `r${seq}.${attempt}`,
+              seq,
+              kind: "retry",
+              name,
+              status: "open",
+              details: { attempt },
+              dueAt,
+              resolution: undefined,
+              createdAt: this.#host.now(),
+            });
+          },
+        },
+      });
+    } finally {
+      if (!parked) leave();
+    }
   }
 
   #newStep(seq: number, kind: StepKind, name: string, args: Json | undefined, at: number): StepRecord {

@@ -29,7 +29,17 @@ export type CairnErrorCode =
   | "WAIT_TIMEOUT"
   | "NOT_SERIALIZABLE"
   | "RUNTIME_CLOSED"
-  | "STORAGE";
+  | "STORAGE"
+  | "WAIT_NOT_FOUND"
+  | "WAIT_CLOSED"
+  | "RUN_NOT_OPEN"
+  | "APPROVAL_DENIED"
+  | "APPROVAL_EXPIRED"
+  | "APPROVAL_REFUSED"
+  | "CANCELLED"
+  | "VERSION_MISMATCH"
+  | "STEP_LIMIT"
+  | "PAYLOAD_TOO_LARGE";
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {
@@ -183,6 +193,80 @@ export class StorageError extends CairnError {
 export class WaitTimeoutError extends CairnError {
   static override readonly retryable = true;
   readonly code = "WAIT_TIMEOUT" as const;
+}
+
+/** No wait (question, approval, timer …) with this id in the run. */
+export class WaitNotFoundError extends CairnError {
+  readonly code = "WAIT_NOT_FOUND" as const;
+}
+
+/** The wait was resolved or closed already: an answer or a decision comes once. */
+export class WaitClosedError extends CairnError {
+  readonly code = "WAIT_CLOSED" as const;
+}
+
+/** The run is in a terminal state and takes no more signals, answers or decisions. */
+export class RunNotOpenError extends CairnError {
+  readonly code = "RUN_NOT_OPEN" as const;
+}
+
+/** Thrown in the workflow when an approval it asked for was denied. Unhandled, the run ends BLOCKED. */
+export class ApprovalDeniedError extends CairnError {
+  readonly code = "APPROVAL_DENIED" as const;
+  readonly approvalId: string;
+  readonly by: string | undefined;
+  constructor(message: string, details: { approvalId: string; by?: string | undefined }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.approvalId = details.approvalId;
+    this.by = details.by;
+  }
+}
+
+/** Thrown in the workflow when an approval it asked for expired undecided. Unhandled, the run ends BLOCKED. */
+export class ApprovalExpiredError extends CairnError {
+  readonly code = "APPROVAL_EXPIRED" as const;
+  readonly approvalId: string;
+  constructor(message: string, details: { approvalId: string }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.approvalId = details.approvalId;
+  }
+}
+
+/**
+ * An approve or deny was refused: `why` says which rule — the digest is not the one of the
+ * payload (`wrong_digest`), the decider is not one of the approvers (`not_an_approver`), the
+ * approval expired (`expired`), or no decider was named (`no_decider`).
+ */
+export class ApprovalRefusedError extends CairnError {
+  readonly code = "APPROVAL_REFUSED" as const;
+  readonly why: "wrong_digest" | "not_an_approver" | "expired" | "no_decider";
+  constructor(message: string, why: ApprovalRefusedError["why"], options?: CairnErrorOptions) {
+    super(message, options);
+    this.why = why;
+  }
+}
+
+/** The run was cancelled: what a tool's `AbortSignal` carries, and the error of a CANCELLED run. */
+export class CancelledError extends CairnError {
+  readonly code = "CANCELLED" as const;
+}
+
+/**
+ * The run was started on a workflow version that the deployed code does not accept. The run is
+ * FAILED and can be resumed once code that accepts the version is deployed.
+ */
+export class VersionMismatchError extends CairnError {
+  readonly code = "VERSION_MISMATCH" as const;
+}
+
+/** The run reached its maximum number of steps; `ctx.continueAsNew` keeps long sessions small. */
+export class StepLimitError extends CairnError {
+  readonly code = "STEP_LIMIT" as const;
+}
+
+/** A payload is larger than the journal takes. */
+export class PayloadTooLargeError extends CairnError {
+  readonly code = "PAYLOAD_TOO_LARGE" as const;
 }
 
 /** Thrown by `RunHandle.result()` when the run did not complete; `code` tells which ending. */

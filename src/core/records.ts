@@ -47,6 +47,16 @@ export interface RunRecord {
   versions: Versions;
   /** Free-form data the starter attached (the CLI stores the module path here). */
   meta: Record<string, Json>;
+  /** The run that spawned this one (`ctx.spawn`), or null. */
+  parentRunId: string | null;
+  /** What happens to this run when its parent ends while it is still open; null for top-level runs. */
+  parentClosePolicy: ParentClosePolicy | null;
+  /** A cancel or suspend asked from outside and not yet carried out (cleared by `resume`). */
+  stopRequest: StopRequest | undefined;
+  /** The run this one continues (`ctx.continueAsNew`), or null. */
+  continuedFrom: string | null;
+  /** The run that continues this one, or null. */
+  continuedTo: string | null;
   createdAt: number;
   updatedAt: number;
 }
@@ -63,6 +73,83 @@ export interface TransitionRecord {
   pausedReason: PausedReason | null;
   reason: string;
   versions: Versions;
+}
+
+/**
+ * What happens to an open child run when its parent ends: `suspend` (PAUSED suspended_orphan
+ * until someone resumes or cancels it), `cancel`, or `abandon` (it goes on alone).
+ */
+export type ParentClosePolicy = "suspend" | "cancel" | "abandon";
+
+/** A stop asked of a run from outside; the worker that holds the run carries it out. */
+export interface StopRequest {
+  kind: "cancel" | "suspend";
+  by: Actor;
+  reason: string;
+  at: number;
+}
+
+/** What a wait waits for. */
+export type WaitKind = "signal" | "user" | "timer" | "approval" | "child" | "retry";
+
+/** How a wait ended. */
+export type WaitOutcome =
+  | "signalled"
+  | "answered"
+  | "fired"
+  | "approved"
+  | "denied"
+  | "expired"
+  | "timed_out"
+  | "child_ended"
+  | "closed";
+
+/** The end of a wait: what resolved it, with what, by whom. */
+export interface WaitResolution {
+  outcome: WaitOutcome;
+  /** The signal's payload, the answer, the child's ending (`{ state, output, error }`). */
+  value?: Json;
+  by?: Actor;
+  /** The signal message that resolved a signal wait. */
+  messageId?: string;
+  note?: string;
+  at: number;
+}
+
+/**
+ * One thing a run waits for (DESIGN §4): a row per wait, written when the run pauses on it (or
+ * resolves it at once). Approvals are waits of kind `approval`; their record is this row.
+ */
+export interface WaitRecord {
+  runId: string;
+  /** `w<seq>` for a workflow's wait; `r<seq>.<attempt>` for a retry backoff of step `seq`. */
+  id: string;
+  /** The step the wait belongs to. */
+  seq: number;
+  kind: WaitKind;
+  /** The signal name, the question, the approval's action, the child run id, the tool name (retry), "sleep" (timer). */
+  name: string;
+  status: "open" | "resolved" | "closed";
+  /**
+   * Per kind: user `{ question, schema? }` (JSON Schema); approval `{ action, payload, digest,
+   * approvers }`; child `{ childRunId }`; retry `{ attempt }`; timer `{ ms? }`.
+   */
+  details: Json;
+  /** When the wait comes due: a timer fires, a retry is due, a timeout or an approval's expiry. */
+  dueAt: number | null;
+  resolution: WaitResolution | undefined;
+  createdAt: number;
+}
+
+/** A signal in a run's inbox. */
+export interface SignalRecord {
+  runId: string;
+  messageId: string;
+  name: string;
+  payload: Json;
+  receivedAt: number;
+  /** The wait it resolved, or null while it waits in the inbox. */
+  consumedBy: string | null;
 }
 
 /** What kind of `ctx` operation a step is. */

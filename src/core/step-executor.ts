@@ -71,8 +71,25 @@ export async function executeStep<R>(options: {
   policy: ResolvedRetryPolicy;
   limits: AttemptLimits;
   run: (execution: StepExecution) => Promise<R> | R;
+  /**
+   * Fired when the run is cancelled: attempts see it (their signal fires) and an attempt that
+   * then fails ends the step (no retry); a result that still arrives is recorded. `stop`, by
+   * contrast, discards everything.
+   */
+  cancel?: AbortSignal;
+  /**
+   * Long backoffs: a retry delay of at least `afterMs` is not slept in memory; `park(attempt,
+   * dueAt)` pauses the run on a durable timer instead (it never resolves in this execution) and
+   * `wait(attempt)` finds, on a later execution, the timer for that attempt.
+   */
+  retryPause?: {
+    afterMs: number;
+    park(attempt: number, dueAt: number): Promise<never>;
+    wait(attempt: number): { status: "open" | "resolved" | "closed"; dueAt: number | null } | undefined;
+  };
 }): Promise<R> {
-  const { step, host, writer, stop, policy, limits } = options;
+  const { step, host, writer, stop, policy, limits, retryPause } = options;
+  const signal = options.cancel ? AbortSignal.any([stop, options.cancel]) : stop;
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
   const dangling = step.attempts.at(-1);
@@ -85,17 +102,23 @@ export async function executeStep<R>(options: {
   }
   for (;;) {
     if (stop.aborted) throw stop.reason;
+    if (options.cancel?.aborted) throw options.cancel.reason;
     const attemptNo = step.attempts.length + 1;
     if (attemptNo > policy.maximumAttempts) {
       return fail(step, host, writer, new Error(`no attempts left (${policy.maximumAttempts} used)`));
+    }
+    // Resumed while the durable backoff before this attempt is still running: pause on it again.
+    const pending = retryPause?.wait(attemptNo);
+    if (retryPause && pending?.status === "open" && pending.dueAt !== null) {
+      return retryPause.park(attemptNo, pending.dueAt);
     }
     const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(record);
     await writer.before(step);
     const attempt = new Attempt(step, record, writer, stop);
     try {
-      const value = await runAttempt(stop, limits, (signal, beat) => {
-        attempt.signal = signal;
+      const value = await runAttempt(signal, limits, (attemptSignal, beat) => {
+        attempt.signal = attemptSignal;
         attempt.beat = beat;
         return options.run(attempt);
       });
@@ -111,17 +134,26 @@ export async function executeStep<R>(options: {
       if (stop.aborted) throw stop.reason;
       record.endedAt = host.now();
       record.error = serializeError(error);
-      if (!isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
+      if (options.cancel?.aborted || !isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
         return fail(step, host, writer, error);
       }
       const delay = retryDelayMs(policy, attemptNo + 1, host.random());
+      if (retryPause && delay >= retryPause.afterMs) {
+        host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms (run paused)`, {
+          runId: step.runId,
+          seq: step.seq,
+          error: record.error.message,
+        });
+        writer.later(step, false);
+        return retryPause.park(attemptNo + 1, host.now() + delay);
+      }
       host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms`, {
         runId: step.runId,
         seq: step.seq,
         error: record.error.message,
       });
       writer.later(step, false);
-      await host.sleep(delay, stop);
+      await host.sleep(delay, signal);
     }
   }
 }

@@ -30,7 +30,8 @@ const LEGAL: Record<RunState, RunState[]> = {
   COMPENSATING: ["COMPENSATED", "FAILED", "NEEDS_RECONCILIATION", "INTERRUPTED"],
   NEEDS_RECONCILIATION: ["RECONCILING", "CANCELLED"],
   RECONCILING: ["RUNNING", "COMPLETED", "COMPENSATED", "FAILED", "CANCELLED", "NEEDS_RECONCILIATION", "INTERRUPTED"],
-  INTERRUPTED: ["RESUMING"],
+  // Cancelling an interrupted run goes through CANCELLING (a worker records what was cut off).
+  INTERRUPTED: ["RESUMING", "CANCELLING"],
   FAILED: ["RESUMING"],
   COMPLETED: [],
   BLOCKED: [],
@@ -95,9 +96,9 @@ describe("assertTransition", () => {
   const legal = pairs.filter(([from, to]) => LEGAL[from].includes(to));
   const illegal = pairs.filter(([from, to]) => !LEGAL[from].includes(to));
 
-  it("covers all 196 pairs, 39 of them legal", () => {
+  it("covers all 196 pairs, 40 of them legal", () => {
     expect(pairs).toHaveLength(196);
-    expect(legal).toHaveLength(39);
+    expect(legal).toHaveLength(40);
   });
 
   it("lets every owned state become INTERRUPTED (a worker can die in each)", () => {
@@ -146,8 +147,9 @@ describe("assertTransition", () => {
     );
   });
 
-  it("resumes a FAILED run only after a replay divergence", () => {
+  it("resumes a FAILED run only after a replay divergence or a version mismatch", () => {
     expect(thrown(() => assertTransition("FAILED", "RESUMING", { errorCode: "REPLAY_DIVERGENCE" }))).toBeUndefined();
+    expect(thrown(() => assertTransition("FAILED", "RESUMING", { errorCode: "VERSION_MISMATCH" }))).toBeUndefined();
     for (const errorCode of [undefined, "TOOL_FAILED", "INVALID_INPUT", "replay_divergence"]) {
       const error = thrown(() => assertTransition("FAILED", "RESUMING", { errorCode }));
       expect(error, String(errorCode)).toBeInstanceOf(IllegalTransitionError);

@@ -24,13 +24,16 @@ export const TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
   COMPENSATING: ["COMPENSATED", "FAILED", "NEEDS_RECONCILIATION", "INTERRUPTED"],
   NEEDS_RECONCILIATION: ["RECONCILING", "CANCELLED"],
   RECONCILING: ["RUNNING", "COMPLETED", "COMPENSATED", "FAILED", "CANCELLED", "NEEDS_RECONCILIATION", "INTERRUPTED"],
-  INTERRUPTED: ["RESUMING"],
+  INTERRUPTED: ["RESUMING", "CANCELLING"],
   FAILED: ["RESUMING"],
   COMPLETED: [],
   BLOCKED: [],
   CANCELLED: [],
   COMPENSATED: [],
 };
+
+/** Codes of FAILED runs that may be resumed: the code changed under them and can be fixed. */
+export const RESUMABLE_FAILURES: ReadonlySet<string> = new Set(["REPLAY_DIVERGENCE", "VERSION_MISMATCH"]);
 
 /** True when `from -> to` is in the table. */
 export function canTransition(from: RunState, to: RunState): boolean {
@@ -63,9 +66,9 @@ export function assertTransition(
       { from, to },
     );
   }
-  if (from === "FAILED" && details.errorCode !== "REPLAY_DIVERGENCE") {
+  if (from === "FAILED" && !RESUMABLE_FAILURES.has(details.errorCode ?? "")) {
     throw new IllegalTransitionError(
-      `a FAILED run can only be resumed after a replay divergence (its error is ${details.errorCode ?? "unknown"}); fork it instead`,
+      `a FAILED run can only be resumed after a replay divergence or a version mismatch (its error is ${details.errorCode ?? "unknown"}); fork it instead`,
       { from, to },
     );
   }

@@ -29,9 +29,16 @@ export class RunHandle<Output = unknown> {
     return this.#host.getRun(this.id);
   }
 
-  /** Waits for a terminal state; returns the output of a COMPLETED run, throws otherwise. */
-  async result(options: { timeoutMs?: number } = {}): Promise<Output> {
-    const run = await this.#host.waitFor(this.id, options);
+  /**
+   * Waits for a terminal state; returns the output of a COMPLETED run, throws otherwise. A run
+   * that continued as new (`ctx.continueAsNew`) is followed to the end of its chain unless
+   * `followContinuations` is false.
+   */
+  async result(options: { timeoutMs?: number; followContinuations?: boolean } = {}): Promise<Output> {
+    let run = await this.#host.waitFor(this.id, options);
+    while (run.state === "COMPLETED" && run.continuedTo && options.followContinuations !== false) {
+      run = await this.#host.waitFor(run.continuedTo, options);
+    }
     if (run.state === "COMPLETED") return run.output as Output;
     throw new RunEndedError({
       runId: run.id,

@@ -2,16 +2,23 @@ import { randomUUID } from "node:crypto";
 import type { RuntimeBackend } from "../backend/backend.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { UnknownNameError } from "../core/errors.ts";
-import type { RunRecord } from "../core/records.ts";
+import type { RunRecord, Versions } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
+import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
 
 /** Builds the {@link EnvelopeHost} of one run: storage fenced by the run's epoch, clocks, providers. */
 export function createEnvelopeHost(options: {
   run: RunRecord;
   backend: RuntimeBackend;
+  clock: Clock;
+  retryPauseThresholdMs: number;
+  maxSteps: number;
+  versions(agent: string): Versions;
+  /** Called after a child run was created, so the worker looks for it. */
+  onChildCreated(): void;
   domains: Readonly<Record<string, DomainProvider>>;
   models: Readonly<Record<string, ModelProvider>>;
   defaultModel: string | undefined;
@@ -22,23 +29,31 @@ export function createEnvelopeHost(options: {
   const { run, backend, domains, models, logger } = options;
   const epoch = run.epoch;
   return {
-    now: () => Date.now(),
+    now: () => options.clock.now(),
     randomUUID: () => randomUUID(),
     random: () => Math.random(),
-    sleep: (ms, signal) =>
-      new Promise<void>((resolve, reject) => {
-        if (signal.aborted) return reject(signal.reason);
-        const timer = setTimeout(() => {
-          signal.removeEventListener("abort", onAbort);
-          resolve();
-        }, ms);
-        const onAbort = () => {
-          clearTimeout(timer);
-          reject(signal.reason);
-        };
-        signal.addEventListener("abort", onAbort, { once: true });
-      }),
+    sleep: (ms, signal) => options.clock.sleep(ms, signal),
     saveSteps: (steps, sync) => backend.saveSteps(steps, { epoch, sync }),
+    spawn: async (child) => {
+      if (await backend.getRun(child.id)) return;
+      await backend.createRun({
+        id: child.id,
+        agent: child.agent,
+        workflow: child.workflow,
+        key: null,
+        input: child.input,
+        versions: options.versions(child.agent),
+        meta: {},
+        actor: { kind: "worker", id: run.leaseOwner ?? "unknown" },
+        reason: `spawned by run ${run.id}`,
+        at: Date.now(),
+        parentRunId: run.id,
+        parentClosePolicy: child.parentClosePolicy,
+      });
+      options.onChildCreated();
+    },
+    retryPauseThresholdMs: options.retryPauseThresholdMs,
+    maxSteps: options.maxSteps,
     readDomain: async (domain, entity, params, info) => {
       const provider = domains[domain];
       if (!provider) {

@@ -12,18 +12,29 @@ import {
   UnknownNameError,
   WaitTimeoutError,
 } from "../core/errors.ts";
-import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions } from "../core/records.ts";
+import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { isTerminal, OWNED_STATES } from "../core/run-state.ts";
 import { toJson } from "../core/serialize.ts";
+import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
 import { Worker, type WorkerOptions } from "../worker/worker.ts";
 import { isDeadLocalOwner } from "../worker/worker-id.ts";
+import { type Clock, systemClock } from "./clock.ts";
 import { consoleLogger, type Logger } from "./logger.ts";
 import { RunHandle } from "./run-handle.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
 import { RUNTIME_VERSION } from "./version.ts";
+import {
+  answerQuestion,
+  cancelRun,
+  type DecisionOptions,
+  decideApproval,
+  type SignalOptions,
+  sendSignal,
+  type WaitOperationsHost,
+} from "./wait-operations.ts";
 
 /** Options of {@link Runtime}. */
 export interface RuntimeOptions {
@@ -45,6 +56,15 @@ export interface RuntimeOptions {
   shutdownGraceMs?: number;
   /** @default warnings and errors to stderr */
   logger?: Logger;
+  /**
+   * The time workflows see (`ctx.now`, timers, timeouts, expiries). A virtual clock from
+   * `cairn/testing` makes days pass in milliseconds. @default the machine's clock
+   */
+  clock?: Clock;
+  /** Retry backoffs at least this long pause the run (awaiting_retry) on a durable timer. @default 5000 */
+  retryPauseThresholdMs?: number;
+  /** Steps a run may take: a warning at 80 %, then `StepLimitError` (use `ctx.continueAsNew`). @default 10000 */
+  maxSteps?: number;
 }
 
 /** Everything recorded about a run. */
@@ -52,6 +72,7 @@ export interface RunHistory {
   run: RunRecord;
   transitions: TransitionRecord[];
   steps: StepRecord[];
+  waits: WaitRecord[];
 }
 
 /** Options of {@link Runtime.run}. */
@@ -88,6 +109,8 @@ export class Runtime {
   #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
+  /** The time workflows see. */
+  readonly clock: Clock;
 
   constructor(options: RuntimeOptions) {
     if (!options || !Array.isArray(options.agents)) {
@@ -96,6 +119,7 @@ export class Runtime {
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger;
     this.backend = options.backend ?? new InMemoryBackend();
+    this.clock = options.clock ?? systemClock;
     for (const item of options.agents) {
       const agent = toAgentDefinition(item);
       if (this.#agents.has(agent.name)) {
@@ -118,6 +142,11 @@ export class Runtime {
             return createEnvelopeHost({
               run,
               backend: this.backend,
+              clock: this.clock,
+              retryPauseThresholdMs: options.retryPauseThresholdMs ?? 5000,
+              maxSteps: options.maxSteps ?? 10_000,
+              versions: (agent) => this.#versions(agent),
+              onChildCreated: () => this.#worker?.poke(),
               domains: options.domains ?? {},
               models,
               defaultModel: "default" in models ? "default" : names.length === 1 ? names[0] : undefined,
@@ -128,6 +157,8 @@ export class Runtime {
           },
           versions: (run) => this.#versions(run.agent),
           onTransition: (t, run) => this.#emit(t, run),
+          clock: this.clock,
+          newRunId,
         },
         options.worker ?? {},
       );
@@ -233,11 +264,12 @@ export class Runtime {
   /** The run with its transitions and steps. */
   async history(runId: string): Promise<RunHistory> {
     const run = await this.getRun(runId);
-    const [transitions, steps] = await Promise.all([
+    const [transitions, steps, waits] = await Promise.all([
       this.backend.listTransitions(runId),
       this.backend.loadSteps(runId),
+      this.backend.loadWaits(runId),
     ]);
-    return { run, transitions, steps };
+    return { run, transitions, steps, waits };
   }
 
   /**
@@ -332,11 +364,18 @@ export class Runtime {
       // Taken over and resumed by another worker's sweep in the meantime: the resume has happened.
       if (run.state === "RESUMING" || run.state === "RUNNING") return new RunHandle(this, runId, false);
     }
-    if (run.state !== "INTERRUPTED" && !(run.state === "FAILED" && run.error?.code === "REPLAY_DIVERGENCE")) {
+    const orphan = run.state === "PAUSED" && run.pausedReason === "suspended_orphan";
+    if (
+      run.state !== "INTERRUPTED" &&
+      !orphan &&
+      !(run.state === "FAILED" && RESUMABLE_FAILURES.has(run.error?.code ?? ""))
+    ) {
       throw new RunNotResumableError(
         run.state === "FAILED"
-          ? `run ${runId} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence can be resumed, fork the run instead`
-          : `run ${runId} is ${run.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed`,
+          ? `run ${runId} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence or a version mismatch can be resumed, fork the run instead`
+          : run.state === "PAUSED"
+            ? `run ${runId} is PAUSED (${run.pausedReason}); it resumes by itself when what it waits for arrives (signal, answer, approve or deny it)`
+            : `run ${runId} is ${run.state}; only INTERRUPTED runs, suspended orphans and FAILED runs with REPLAY_DIVERGENCE or VERSION_MISMATCH can be resumed`,
       );
     }
     const from = run.state;
@@ -350,7 +389,7 @@ export class Runtime {
         versions,
         at: Date.now(),
         fence: { unowned: true, now: Date.now() },
-        patch: from === "FAILED" ? { error: null } : {},
+        patch: from === "FAILED" ? { error: null } : orphan ? { clearStopRequest: true } : {},
       })
       .catch(async (error: unknown) => {
         // A worker's automatic recovery (this runtime's included, which starts with it) may have
@@ -365,6 +404,106 @@ export class Runtime {
     this.#emit(result.transition, result.run);
     this.#worker?.poke();
     return new RunHandle(this, runId, false);
+  }
+
+  /**
+   * Sends signal `name` to a run. It is kept in the run's inbox and resolves the run's
+   * `ctx.waitForSignal(name)` — now, or when the run gets there. A repeated `messageId` is
+   * acknowledged as a duplicate (`duplicate: true`) and not delivered twice.
+   */
+  async signal(
+    runId: string,
+    name: string,
+    payload?: unknown,
+    options: SignalOptions = {},
+  ): Promise<{ duplicate: boolean; deliveredTo: string | null; messageId: string }> {
+    await this.#ready();
+    const result = await sendSignal(this.#ops(), runId, name, payload, options);
+    if (result.transition) this.#worker?.poke();
+    return { duplicate: result.duplicate, deliveredTo: result.deliveredTo, messageId: result.signal.messageId };
+  }
+
+  /**
+   * Answers the question `waitId` (asked with `ctx.askUser`). An answer that does not match the
+   * question's schema is refused with `InvalidInputError` naming the problem; the run keeps waiting.
+   */
+  async answer(
+    runId: string,
+    waitId: string,
+    value: unknown,
+    options: { by?: Actor | string } = {},
+  ): Promise<WaitRecord> {
+    await this.#ready();
+    const result = await answerQuestion(this.#ops(), runId, waitId, value, options);
+    if (result.transition) this.#worker?.poke();
+    return result.wait;
+  }
+
+  /**
+   * Approves the approval `approvalId`. Refused (`ApprovalRefusedError`) without the decider's
+   * identity, when the decider is not one of its approvers, when `digest` is not the digest of its
+   * payload, or once it expired; a second decision is refused with `WaitClosedError`.
+   */
+  async approve(runId: string, approvalId: string, options: DecisionOptions): Promise<WaitRecord> {
+    return this.#decide(runId, approvalId, "approved", options);
+  }
+
+  /** Denies the approval `approvalId`; the same rules as {@link Runtime.approve}. */
+  async deny(runId: string, approvalId: string, options: DecisionOptions): Promise<WaitRecord> {
+    return this.#decide(runId, approvalId, "denied", options);
+  }
+
+  async #decide(
+    runId: string,
+    approvalId: string,
+    decision: "approved" | "denied",
+    options: DecisionOptions,
+  ): Promise<WaitRecord> {
+    await this.#ready();
+    const result = await decideApproval(this.#ops(), runId, approvalId, decision, options);
+    if (result.transition) this.#worker?.poke();
+    return result.wait;
+  }
+
+  /**
+   * Cancels a run that has not ended. A PENDING run is CANCELLED at once; a PAUSED one is
+   * cancelled by a worker; a running one has its tools' `AbortSignal` fire and ends CANCELLED
+   * after at most the worker's `cancelGraceMs`, with what was in flight recorded. Returns the run
+   * as the request left it (`waitFor` it to see it end).
+   */
+  async cancel(runId: string, options: { by?: Actor | string; reason?: string } = {}): Promise<RunRecord> {
+    await this.#ready();
+    const run = await cancelRun(this.#ops(), runId, options);
+    this.#worker?.noticeStop(runId);
+    this.#worker?.poke();
+    return run;
+  }
+
+  /**
+   * Fires the durable timers that are due now (the worker does this by itself; a test that moved
+   * a virtual clock may call it to not wait for the worker's next look).
+   */
+  async fireDueTimers(): Promise<void> {
+    await this.#ready();
+    await this.#worker?.fireDue();
+  }
+
+  /** The waits of a run (questions, approvals, timers, signals, children, retry backoffs). */
+  async waits(runId: string): Promise<WaitRecord[]> {
+    await this.getRun(runId);
+    return this.backend.loadWaits(runId);
+  }
+
+  #ops(): WaitOperationsHost {
+    return {
+      backend: this.backend,
+      versions: (run) => this.#versions(run.agent),
+      now: () => this.clock.now(),
+      getRun: (id) => this.getRun(id),
+      emit: (transitions, run) => {
+        for (const t of transitions) if (t.runId === run.id) this.#emit(t, run);
+      },
+    };
   }
 
   /** Calls `listener` for every transition made by this runtime. Returns an unsubscribe function. */
@@ -414,6 +553,10 @@ export class Runtime {
 
   /** A wake-up from the backend: work for the worker, or a run that ended in another process. */
   #onWake(wake: Wake): void {
+    if (wake.kind === "stop") {
+      this.#worker?.noticeStop(wake.runId);
+      return;
+    }
     if (wake.kind !== "ended") this.#worker?.poke();
     const waiting = wake.kind === "reconnected" ? [...this.#waiters.values()] : [this.#waiters.get(wake.runId)];
     // Woken without a run: each waiter reads the run again.

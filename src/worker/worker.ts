@@ -2,10 +2,12 @@ import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
 import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
-import { LeaseLostError, RuntimeClosedError } from "../core/errors.ts";
-import type { Actor, RunRecord, TransitionRecord, Versions } from "../core/records.ts";
+import { CancelledError, LeaseLostError, RuntimeClosedError } from "../core/errors.ts";
+import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
 import { serializeError } from "../core/serialize.ts";
+import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
+import { cancellationEvidence, versionMismatch } from "./run-endings.ts";
 import { isDeadLocalOwner, newWorkerId } from "./worker-id.ts";
 
 /** Options of the in-process worker. */
@@ -32,6 +34,12 @@ export interface WorkerOptions {
    * @default true
    */
   detectDeadLocalOwners?: boolean;
+  /**
+   * How long a cancelled run's steps in flight get to stop after their `AbortSignal` fired before
+   * the run is recorded CANCELLED with their outcome unknown.
+   * @default 5000
+   */
+  cancelGraceMs?: number;
 }
 
 /** What the worker needs from the runtime. */
@@ -44,12 +52,19 @@ export interface WorkerDeps {
   host(run: RunRecord, envelope: () => WorkflowEnvelope): EnvelopeHost;
   versions(run: RunRecord): Versions;
   onTransition(transition: TransitionRecord, run: RunRecord): void;
+  /** The clock of timers and wait timeouts. */
+  clock: Clock;
+  /** A new run id (for a `continueAsNew` successor). */
+  newRunId(): string;
 }
 
 interface Active {
   run: RunRecord;
   envelope: WorkflowEnvelope | undefined;
   done: Promise<void>;
+  /** A stop request this worker is carrying out. */
+  stop: StopRequest | undefined;
+  graceTimer?: ReturnType<typeof setTimeout> | undefined;
 }
 
 /**
@@ -68,6 +83,9 @@ export class Worker {
   #claiming: Promise<void> | undefined;
   #claimAgain = false;
   #stopped = true;
+  /** The due time the timer is armed for, and its cancel function. */
+  #dueAt = Number.POSITIVE_INFINITY;
+  #cancelDue: (() => void) | undefined;
 
   constructor(deps: WorkerDeps, options: WorkerOptions = {}) {
     this.#deps = deps;
@@ -79,6 +97,7 @@ export class Worker {
       pollIntervalMs: options.pollIntervalMs ?? (deps.backend.subscribe ? 2000 : 500),
       maxAutoRecoveries: options.maxAutoRecoveries ?? 3,
       detectDeadLocalOwners: options.detectDeadLocalOwners ?? true,
+      cancelGraceMs: options.cancelGraceMs ?? 5000,
     };
     if (!(leaseMs >= 100)) throw new RangeError(`worker.leaseMs must be at least 100 (got ${leaseMs})`);
   }
@@ -97,11 +116,98 @@ export class Worker {
     this.#renewer.unref?.();
     this.#timers.push(
       setInterval(() => {
-        void this.recover().then(() => this.poke());
+        void this.recover().then(() => {
+          this.poke();
+          void this.fireDue();
+          void this.#checkStops();
+        });
       }, this.#opts.pollIntervalMs),
     );
     for (const t of this.#timers) t.unref?.();
-    void this.recover().then(() => this.poke());
+    void this.recover().then(() => {
+      this.poke();
+      void this.fireDue();
+    });
+  }
+
+  /**
+   * Fires the waits that are due (timers, retry backoffs, timeouts, approval expiries) — their
+   * runs go RESUMING — then arms a timer for the next due time.
+   */
+  async fireDue(): Promise<void> {
+    if (this.#stopped) return;
+    const { backend, clock } = this.#deps;
+    try {
+      for (;;) {
+        const fired = await backend.fireDueWaits(clock.now(), 100);
+        if (fired.length > 0) this.poke();
+        if (fired.length < 100) break;
+      }
+      const next = await backend.nextDueAt();
+      this.#cancelDue?.();
+      this.#cancelDue = undefined;
+      this.#dueAt = Number.POSITIVE_INFINITY;
+      if (next !== null) this.armDue(next);
+    } catch (error) {
+      this.#deps.logger.warn("firing due timers failed", { error: String(error) });
+    }
+  }
+
+  /** Makes sure the worker looks for due waits at `at` (of the worker's clock). */
+  armDue(at: number): void {
+    if (this.#stopped || at >= this.#dueAt) return;
+    this.#cancelDue?.();
+    this.#dueAt = at;
+    this.#cancelDue = this.#deps.clock.schedule(at, () => {
+      this.#dueAt = Number.POSITIVE_INFINITY;
+      this.#cancelDue = undefined;
+      void this.fireDue();
+    });
+  }
+
+  /** A stop (cancel or suspend) was asked of a run: carry it out if this worker holds the run. */
+  noticeStop(runId: string): void {
+    const active = this.#active.get(runId);
+    if (!active || active.stop) return;
+    void this.#deps.backend
+      .getRun(runId)
+      .then((run) => {
+        const request = run?.stopRequest;
+        if (!request || active.stop || run.epoch !== active.run.epoch) return;
+        active.stop = request;
+        this.#applyStop(active);
+      })
+      .catch((error: unknown) =>
+        this.#deps.logger.warn(`could not read the stop request of run ${runId}`, { error: String(error) }),
+      );
+  }
+
+  /** Acts on `active.stop` for the envelope as it is now (called again when an envelope is built). */
+  #applyStop(active: Active): void {
+    const request = active.stop;
+    const envelope = active.envelope;
+    if (!request || !envelope) return;
+    if (request.kind === "suspend") {
+      envelope.stop(new RuntimeClosedError(`run ${active.run.id} suspended: ${request.reason}`));
+      return;
+    }
+    envelope.cancel(
+      new CancelledError(`run ${active.run.id} cancelled by ${request.by.kind} ${request.by.id}: ${request.reason}`),
+    );
+    clearTimeout(active.graceTimer);
+    active.graceTimer = setTimeout(
+      () => envelope.stop(new CancelledError(`the cancel grace of ${this.#opts.cancelGraceMs} ms ran out`)),
+      this.#opts.cancelGraceMs,
+    );
+  }
+
+  async #checkStops(): Promise<void> {
+    if (this.#active.size === 0) return;
+    try {
+      for (const runId of await this.#deps.backend.listStopRequested(this.id)) this.noticeStop(runId);
+    } catch (error) {
+      this.#deps.logger.warn("checking stop requests failed", { error: String(error) });
+    }
   }
 
   /** Looks for claimable runs now (called when a run is started or resumed in this process). */
@@ -136,7 +242,7 @@ export class Worker {
   }
 
   #drive(run: RunRecord): void {
-    const active: Active = { run, envelope: undefined, done: Promise.resolve() };
+    const active: Active = { run, envelope: undefined, done: Promise.resolve(), stop: undefined };
     this.#active.set(run.id, active);
     active.done = this.#execute(active)
       .catch((error: unknown) => {
@@ -147,6 +253,7 @@ export class Worker {
         }
       })
       .finally(() => {
+        clearTimeout(active.graceTimer);
         this.#active.delete(run.id);
         this.poke();
       });
@@ -156,6 +263,12 @@ export class Worker {
     const claimedRun = active.run;
     const agent = this.#deps.agent(claimedRun.agent);
     const actor: Actor = { kind: "worker", id: this.id };
+    if (claimedRun.state === "CANCELLING") {
+      // Cancelled while paused, or its worker was lost while cancelling: finish the cancellation.
+      const journal = await this.#deps.backend.loadSteps(claimedRun.id);
+      await this.#endCancelled(active, cancellationEvidence.fromJournal(journal));
+      return;
+    }
     const started = await this.#transition(claimedRun, {
       to: "RUNNING",
       actor,
@@ -181,28 +294,86 @@ export class Worker {
       });
       return;
     }
-    const journal = await this.#deps.backend.loadSteps(started.id);
-    const envelope: WorkflowEnvelope = new WorkflowEnvelope({
-      run: started,
-      agent,
-      journal,
-      host: this.#deps.host(started, () => envelope),
-    });
-    active.envelope = envelope;
-    // Shutdown may have stopped the runs it held while this one was still being set up.
-    if (this.#closing) envelope.stop(this.#closing);
-    const outcome: EnvelopeOutcome = await envelope.execute();
+    if (started.stopRequest) {
+      active.stop = started.stopRequest;
+      await this.#carryOutStop(active, []);
+      return;
+    }
+    const mismatch = versionMismatch(started, agent);
+    if (mismatch) {
+      await this.#transition(started, {
+        to: "FAILED",
+        actor,
+        reason: `VERSION_MISMATCH: ${mismatch.message}`,
+        patch: { error: serializeError(mismatch), releaseLease: true },
+      });
+      return;
+    }
+    for (;;) {
+      const [journal, waits] = await Promise.all([
+        this.#deps.backend.loadSteps(started.id),
+        this.#deps.backend.loadWaits(started.id),
+      ]);
+      const envelope: WorkflowEnvelope = new WorkflowEnvelope({
+        run: started,
+        agent,
+        journal,
+        waits,
+        host: this.#deps.host(started, () => envelope),
+      });
+      active.envelope = envelope;
+      // Shutdown may have stopped the runs it held while this one was still being set up.
+      if (this.#closing) envelope.stop(this.#closing);
+      this.#applyStop(active);
+      const outcome: EnvelopeOutcome = await envelope.execute();
+      if (active.stop) {
+        await this.#carryOutStop(active, envelope.inFlightAtCancel());
+        return;
+      }
+      if (outcome.kind === "paused") {
+        const result = await this.#deps.backend.suspend({
+          runId: started.id,
+          epoch: started.epoch,
+          waits: outcome.waits,
+          blockedOn: outcome.blockedOn,
+          pausedReason: outcome.pausedReason,
+          actor,
+          reason: outcome.reason,
+          versions: this.#deps.versions(started),
+          at: this.#deps.clock.now(),
+        });
+        if (result.paused) {
+          this.#deps.onTransition(result.transition, result.run);
+          for (const wait of outcome.waits) if (wait.dueAt !== null) this.armDue(wait.dueAt);
+          return;
+        }
+        if (result.stopRequest) {
+          active.stop = result.stopRequest;
+          await this.#carryOutStop(active, []);
+          return;
+        }
+        continue; // some of its waits are resolved: replay and go on
+      }
+      await this.#finish(active, outcome);
+      return;
+    }
+  }
+
+  /** Records how an execution ended (anything but a pause). */
+  async #finish(active: Active, outcome: Exclude<EnvelopeOutcome, { kind: "paused" }>): Promise<void> {
+    const actor: Actor = { kind: "worker", id: this.id };
+    const run = active.run;
     if (outcome.kind === "stopped") {
       // Lease lost: the run is someone else's. Shutdown: `shutdown()` records INTERRUPTED itself.
       if (outcome.reason instanceof LeaseLostError) {
-        this.#deps.logger.warn(`dropped run ${claimedRun.id}: ${outcome.reason.message}`);
+        this.#deps.logger.warn(`dropped run ${run.id}: ${outcome.reason.message}`);
         return;
       }
       if (outcome.reason instanceof RuntimeClosedError) return;
       // A journal write failed (the envelope stopped itself): hand the run back at once rather
       // than leave it RUNNING under a live lease; recovery resumes it, within its bound.
       const why = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
-      await this.#transition(active.run, {
+      await this.#transition(run, {
         to: "INTERRUPTED",
         actor,
         reason: `worker ${this.id} stopped the run: a journal write failed (${firstLine(why)})`,
@@ -210,28 +381,100 @@ export class Worker {
       });
       return;
     }
+    if (outcome.kind === "continued") {
+      const successor = this.#deps.newRunId();
+      await this.#transition(run, {
+        to: "COMPLETED",
+        actor,
+        reason: `continued as new run ${successor}`,
+        patch: { output: { continuedAs: successor }, releaseLease: true },
+        successor: {
+          id: successor,
+          agent: run.agent,
+          workflow: run.workflow,
+          key: run.key,
+          input: outcome.input,
+          versions: this.#deps.versions(run),
+          meta: run.meta,
+          actor,
+          reason: `continues run ${run.id}`,
+          at: Date.now(),
+          parentRunId: run.parentRunId,
+          parentClosePolicy: run.parentClosePolicy,
+        },
+      });
+      this.poke();
+      return;
+    }
     if (outcome.kind === "completed") {
-      await this.#transition(active.run, {
+      await this.#transition(run, {
         to: "COMPLETED",
         actor,
         reason: "workflow returned",
         patch: { output: outcome.output, releaseLease: true },
       });
-    } else {
-      await this.#transition(active.run, {
-        to: "FAILED",
-        actor,
-        reason: outcome.error.code
-          ? `${outcome.error.code}: ${firstLine(outcome.error.message)}`
-          : `workflow threw ${outcome.error.name}: ${firstLine(outcome.error.message)}`,
-        patch: { error: outcome.error, releaseLease: true },
-      });
+      return;
     }
+    // A denied or expired approval the workflow did not handle stops the run by governance.
+    const code = outcome.error.code;
+    const blocked = code === "APPROVAL_DENIED" || code === "APPROVAL_EXPIRED";
+    await this.#transition(run, {
+      to: blocked ? "BLOCKED" : "FAILED",
+      actor,
+      reason: code
+        ? `${code}: ${firstLine(outcome.error.message)}`
+        : `workflow threw ${outcome.error.name}: ${firstLine(outcome.error.message)}`,
+      patch: { error: outcome.error, releaseLease: true },
+    });
+  }
+
+  /** Carries out `active.stop` on a run this worker holds in RUNNING. */
+  async #carryOutStop(active: Active, inFlight: ReturnType<WorkflowEnvelope["inFlightAtCancel"]>): Promise<void> {
+    const request = active.stop as StopRequest;
+    // What finished is committed before the run leaves this worker.
+    await active.envelope?.flushJournal().catch(() => {});
+    if (request.kind === "suspend") {
+      await this.#transition(active.run, {
+        to: "PAUSED",
+        pausedReason: "suspended_orphan",
+        actor: request.by,
+        reason: `${request.reason}; waits for resume or cancel`,
+        patch: { releaseLease: true },
+      });
+      return;
+    }
+    active.run = await this.#transition(active.run, {
+      to: "CANCELLING",
+      actor: request.by,
+      reason: `cancel requested by ${request.by.kind} ${request.by.id}: ${request.reason}`,
+    });
+    await this.#endCancelled(active, cancellationEvidence.fromInFlight(inFlight));
+  }
+
+  /** CANCELLING -> CANCELLED, with what was in flight and where the run stopped. */
+  async #endCancelled(active: Active, evidence: ReturnType<typeof cancellationEvidence.fromInFlight>): Promise<void> {
+    const run = active.run;
+    const request = run.stopRequest ?? active.stop;
+    const by = request?.by ?? { kind: "system", id: this.id };
+    await this.#transition(run, {
+      to: "CANCELLED",
+      actor: { kind: "worker", id: this.id },
+      reason: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
+      patch: {
+        error: {
+          name: "CancelledError",
+          code: "CANCELLED",
+          message: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
+          data: { by: by.id, reason: request?.reason ?? null, stopped: evidence.stopped, inFlight: evidence.inFlight },
+        },
+        releaseLease: true,
+      },
+    });
   }
 
   async #transition(
     run: RunRecord,
-    change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch" | "pausedReason">,
+    change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch" | "pausedReason" | "successor">,
     fence: TransitionRequest["fence"] = { epoch: run.epoch },
   ): Promise<RunRecord> {
     const result = await this.#deps.backend.transition({
@@ -334,6 +577,8 @@ export class Worker {
     this.#stopped = true;
     for (const t of this.#timers) clearInterval(t);
     this.#timers = [];
+    this.#cancelDue?.();
+    this.#cancelDue = undefined;
     await this.#claiming;
     const all = () => Promise.all([...this.#active.values()].map((a) => a.done));
     let timer: ReturnType<typeof setTimeout> | undefined;

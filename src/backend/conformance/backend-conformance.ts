@@ -1,9 +1,13 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RuntimeBackend } from "../backend.ts";
+import { describeEndings } from "./endings-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
+import { describeSignals } from "./signals-conformance.ts";
 import { describeSteps } from "./steps-conformance.ts";
+import { describeStops } from "./stops-conformance.ts";
 import { describeTransitions } from "./transitions-conformance.ts";
+import { describeWaits } from "./waits-conformance.ts";
 import { describeWakeUps } from "./wakeups-conformance.ts";
 
 /** Options of {@link runBackendConformance}. */
@@ -26,7 +30,8 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * backend. Every test gets a fresh, empty backend from `makeBackend`; the suite calls `init()`
  * on it before the test and `close()` after, then `options.cleanup`. A backend that passes agrees
  * with `InMemoryBackend` on every point of the contract: run creation and key idempotency,
- * listing, exclusive claims and leases, fenced transitions and steps.
+ * listing, exclusive claims and leases, fenced transitions and steps, waits and signals, stop
+ * requests, and what a run's end does to its waits, its parent, its children and its successor.
  *
  * @example
  * import { runBackendConformance } from "cairn/testing";
@@ -66,6 +71,10 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeLeases(use);
     describeTransitions(use);
     describeSteps(use);
+    describeWaits(use);
+    describeSignals(use);
+    describeStops(use);
+    describeEndings(use);
     if (options.wakeUps) {
       describeWakeUps(use);
     } else {

@@ -1,7 +1,24 @@
 import { expect } from "vitest";
-import type { Actor, RunRecord, StepRecord, Versions } from "../../core/records.ts";
-import type { RunState } from "../../core/run-state.ts";
-import type { CreateRunInput, RuntimeBackend, TransitionRequest } from "../backend.ts";
+import type {
+  Actor,
+  Json,
+  RunRecord,
+  SignalRecord,
+  StepRecord,
+  StopRequest,
+  TransitionRecord,
+  Versions,
+  WaitRecord,
+} from "../../core/records.ts";
+import type { PausedReason, RunState } from "../../core/run-state.ts";
+import type {
+  CreateRunInput,
+  RuntimeBackend,
+  SignalRequest,
+  StopRunRequest,
+  SuspendRequest,
+  TransitionRequest,
+} from "../backend.ts";
 
 /**
  * Shared data and moves of the conformance suite. Times are fixed numbers, never the clock, so
@@ -143,4 +160,136 @@ export async function refusal(promise: Promise<unknown>): Promise<Error> {
     return error as Error;
   }
   throw new Error("expected the call to be refused, it succeeded");
+}
+
+/** An open wait of `run` with id `w<seq>` (a signal wait named "approved" unless told otherwise). */
+export function waitRecord(runIdValue: string, seq: number, overrides: Partial<WaitRecord> = {}): WaitRecord {
+  return {
+    runId: runIdValue,
+    id: `w${seq}`,
+    seq,
+    kind: "signal",
+    name: "approved",
+    status: "open",
+    details: {},
+    dueAt: null,
+    resolution: undefined,
+    createdAt: T0 + 50,
+    ...overrides,
+  };
+}
+
+/** A `suspend` request of a RUNNING run: stores `waits`, blocked on all of them unless told otherwise. */
+export function suspendRequest(
+  run: Pick<RunRecord, "id" | "epoch">,
+  waits: readonly WaitRecord[],
+  extra: Partial<SuspendRequest> = {},
+): SuspendRequest {
+  return {
+    runId: run.id,
+    epoch: run.epoch,
+    waits,
+    blockedOn: waits.map((w) => w.id),
+    pausedReason: "awaiting_signal",
+    actor: WORKER,
+    reason: "waits for a signal",
+    versions: VERSIONS,
+    at: T0 + 100,
+    ...extra,
+  };
+}
+
+/**
+ * Creates a run, takes it to RUNNING and suspends it on the waits `specs` describe (ids `w<seq>`),
+ * blocked on all of them: returns the PAUSED run and the waits as stored.
+ */
+export async function pausedRun(
+  backend: RuntimeBackend,
+  specs: ReadonlyArray<Partial<WaitRecord> & { seq: number }>,
+  options: { pausedReason?: PausedReason; workerId?: string; overrides?: Partial<CreateRunInput> } = {},
+): Promise<{ run: RunRecord; waits: WaitRecord[] }> {
+  const running = await runningRun(backend, {
+    ...(options.workerId ? { workerId: options.workerId } : {}),
+    ...(options.overrides ? { overrides: options.overrides } : {}),
+  });
+  const waits = specs.map((spec) => waitRecord(running.id, spec.seq, spec));
+  const result = await backend.suspend(
+    suspendRequest(running, waits, { pausedReason: options.pausedReason ?? "awaiting_signal" }),
+  );
+  if (!result.paused) throw new Error(`pausedRun: run ${running.id} was not paused`);
+  return { run: result.run, waits };
+}
+
+/** A `deliverSignal` request from USER. */
+export function signalTo(
+  runIdValue: string,
+  name: string,
+  messageId: string,
+  extra: Partial<SignalRequest> = {},
+): SignalRequest {
+  return {
+    runId: runIdValue,
+    name,
+    payload: { answer: "yes", n: 1 },
+    messageId,
+    actor: USER,
+    versions: VERSIONS,
+    at: T0 + 200,
+    ...extra,
+  };
+}
+
+/** A `requestStop` request from USER. */
+export function stopOf(
+  runIdValue: string,
+  kind: StopRequest["kind"],
+  extra: Partial<StopRequest> = {},
+): StopRunRequest {
+  return {
+    runId: runIdValue,
+    request: { kind, by: USER, reason: "no longer needed", at: T0 + 2_000, ...extra },
+    versions: VERSIONS,
+  };
+}
+
+/** Ends a RUNNING run (COMPLETED with `output` unless told otherwise), releasing its lease. */
+export async function endRun(
+  backend: RuntimeBackend,
+  run: Pick<RunRecord, "id" | "epoch">,
+  to: RunState = "COMPLETED",
+  extra: Partial<TransitionRequest> = {},
+): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+  const output: Json = { done: true };
+  return backend.transition(
+    move(run, "RUNNING", to, { patch: { ...(to === "COMPLETED" ? { output } : {}), releaseLease: true }, ...extra }),
+  );
+}
+
+/** Takes a RUNNING run over from a lapsed lease (recovery): INTERRUPTED, lease cleared, epoch + 1. */
+export async function interruptRun(backend: RuntimeBackend, run: RunRecord): Promise<RunRecord> {
+  const { run: interrupted } = await backend.transition(
+    move(run, "RUNNING", "INTERRUPTED", {
+      actor: { kind: "system", id: "recovery" },
+      fence: { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
+    }),
+  );
+  return interrupted;
+}
+
+/** Everything stored about a run: to show that a refused write stored nothing. */
+export async function storedState(
+  backend: RuntimeBackend,
+  runIdValue: string,
+): Promise<{
+  run: RunRecord | undefined;
+  transitions: TransitionRecord[];
+  waits: WaitRecord[];
+  signals: SignalRecord[];
+}> {
+  return {
+    run: await backend.getRun(runIdValue),
+    transitions: await backend.listTransitions(runIdValue),
+    waits: await backend.loadWaits(runIdValue),
+    signals: await backend.listSignals(runIdValue),
+  };
 }

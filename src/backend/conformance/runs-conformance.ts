@@ -36,6 +36,11 @@ export function describeRuns(use: UseBackend): void {
         lastTransitionId: 1,
         versions: VERSIONS,
         meta: { module: "examples/report-builder.ts" },
+        parentRunId: null,
+        parentClosePolicy: null,
+        stopRequest: undefined,
+        continuedFrom: null,
+        continuedTo: null,
         createdAt: T0,
         updatedAt: T0,
       };

@@ -1,6 +1,17 @@
 import { describe, expect, it } from "vitest";
 import type { RuntimeBackend, Wake } from "../backend.ts";
-import { move, newRun, runningRun, T0, type UseBackend } from "./conformance-fixtures.ts";
+import {
+  endRun,
+  move,
+  newRun,
+  pausedRun,
+  runInput,
+  runningRun,
+  signalTo,
+  stopOf,
+  T0,
+  type UseBackend,
+} from "./conformance-fixtures.ts";
 
 /** Collects the wake-ups a backend sends, with a way to wait for one. */
 async function listen(backend: RuntimeBackend) {
@@ -68,6 +79,41 @@ export function describeWakeUps(use: UseBackend): void {
       const second = await newRun(b);
       await new Promise((r) => setTimeout(r, 200));
       expect(heard.some((w) => "runId" in w && w.runId === second.id)).toBe(false);
+    });
+
+    it("wakes a worker for a stop request and for a run that a wait, a cancel or a parent's end made runnable", async () => {
+      const b = use();
+      const { until, unsubscribe } = await listen(b);
+      try {
+        const running = await runningRun(b);
+        await b.requestStop(stopOf(running.id, "cancel"));
+        await until((w) => w.kind === "stop" && w.runId === running.id, "stop of a RUNNING run");
+
+        const signalled = await pausedRun(b, [{ seq: 1 }]);
+        await b.deliverSignal(signalTo(signalled.run.id, "approved", "m1"));
+        await until((w) => w.kind === "runnable" && w.runId === signalled.run.id, "signal resumed the run");
+
+        const timed = await pausedRun(b, [{ seq: 1, kind: "timer", name: "sleep", dueAt: T0 + 500 }]);
+        await b.fireDueWaits(T0 + 500, 10);
+        await until((w) => w.kind === "runnable" && w.runId === timed.run.id, "timer resumed the run");
+
+        const cancelled = await pausedRun(b, [{ seq: 1 }]);
+        await b.requestStop(stopOf(cancelled.run.id, "cancel"));
+        await until((w) => w.kind === "runnable" && w.runId === cancelled.run.id, "PAUSED run now CANCELLING");
+
+        const parent = await runningRun(b);
+        const child = await runningRun(b, {
+          workerId: "w2",
+          overrides: { parentRunId: parent.id, parentClosePolicy: "cancel" },
+        });
+        const successor = runInput();
+        await endRun(b, parent, "COMPLETED", { successor });
+        await until((w) => w.kind === "stop" && w.runId === child.id, "child of an ended parent");
+        await until((w) => w.kind === "runnable" && w.runId === successor.id, "successor created");
+        await until((w) => w.kind === "ended" && w.runId === parent.id, "parent ended");
+      } finally {
+        await unsubscribe();
+      }
     });
   });
 }

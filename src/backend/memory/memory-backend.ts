@@ -1,16 +1,33 @@
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
+import type { RunRecord, SignalRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type {
   ClaimRequest,
   CreateRunInput,
   RenewRequest,
+  ResolveWaitRequest,
+  ResolveWaitResult,
   RunFilter,
   RuntimeBackend,
+  SignalRequest,
+  SignalResult,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
   TransitionRequest,
   Wake,
 } from "../backend.ts";
-import { applyTransition, claimed, isClaimable, pendingRun, wakeFor } from "../transition-rules.ts";
+import { claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import {
+  hasEnded,
+  type Plan,
+  planDue,
+  planResolveWait,
+  planSignal,
+  planStop,
+  planSuspend,
+  planTransition,
+} from "../wait-rules.ts";
 
 /**
  * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
@@ -23,6 +40,10 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #transitions = new Map<string, TransitionRecord[]>();
   readonly #steps = new Map<string, Map<number, StepRecord>>();
   readonly #listeners = new Set<(wake: Wake) => void>();
+  /** Waits by run, then by wait id. */
+  readonly #waits = new Map<string, Map<string, WaitRecord>>();
+  /** Signals by run, then by message id (insertion order = arrival order). */
+  readonly #signals = new Map<string, Map<string, SignalRecord>>();
 
   async init(): Promise<void> {}
   async close(): Promise<void> {}
@@ -55,6 +76,7 @@ export class InMemoryBackend implements RuntimeBackend {
       .filter(
         (r) =>
           (filter.agent === undefined || r.agent === filter.agent) &&
+          (filter.parentRunId === undefined || r.parentRunId === filter.parentRunId) &&
           (filter.workflow === undefined || r.workflow === filter.workflow) &&
           (states === undefined || states.has(r.state)),
       )
@@ -106,12 +128,137 @@ export class InMemoryBackend implements RuntimeBackend {
   }
 
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
-    const result = applyTransition(this.#runs.get(request.runId), request);
-    this.#runs.set(result.run.id, result.run);
-    (this.#transitions.get(result.run.id) as TransitionRecord[]).push(result.transition);
-    const wake = wakeFor(result.run.id, result.run.state);
-    if (wake) this.#wake(wake);
-    return { run: { ...result.run }, transition: result.transition };
+    const run = this.#runs.get(request.runId);
+    let end: NonNullable<Parameters<typeof planTransition>[0]["end"]> | undefined;
+    if (run && hasEnded(request.to)) {
+      const parent = run.parentRunId === null ? undefined : this.#runs.get(run.parentRunId);
+      end = {
+        openWaits: this.#runWaits(run.id).filter((w) => w.status === "open"),
+        parent,
+        parentWait: parent
+          ? this.#runWaits(parent.id).find((w) => w.kind === "child" && w.name === run.id && w.status === "open")
+          : undefined,
+        children: [...this.#runs.values()].filter((r) => r.parentRunId === run.id && !hasEnded(r.state)),
+      };
+    }
+    const { plan, run: next, transition } = planTransition(end ? { run, request, end } : { run, request });
+    if (request.successor && this.#runs.has(request.successor.id)) {
+      throw new InvalidInputError(`run id "${request.successor.id}" already exists; run ids must be unique`);
+    }
+    this.#apply(plan);
+    const successor = request.successor;
+    if (successor && successor.key !== null) {
+      // The successor takes the key over: starting again with it finds the newest run of the chain.
+      this.#keys.set(`${successor.agent}\u0000${successor.workflow}\u0000${successor.key}`, successor.id);
+    }
+    return { run: { ...next }, transition };
+  }
+
+  async suspend(request: SuspendRequest): Promise<SuspendResult> {
+    const run = this.#runs.get(request.runId);
+    if (!run) throw new LeaseLostError(`run ${request.runId} does not exist`);
+    const stored = this.#runWaits(run.id);
+    const childIds = new Set([...stored, ...request.waits].filter((w) => w.kind === "child").map((w) => w.name));
+    const { plan, result } = planSuspend({
+      run,
+      request,
+      stored,
+      inbox: [...(this.#signals.get(run.id)?.values() ?? [])],
+      children: [...childIds].map((id) => this.#runs.get(id)).filter((r): r is RunRecord => r !== undefined),
+    });
+    this.#apply(plan);
+    return structuredClone(result) as SuspendResult;
+  }
+
+  async loadWaits(runId: string): Promise<WaitRecord[]> {
+    return structuredClone(this.#runWaits(runId));
+  }
+
+  async resolveWait(request: ResolveWaitRequest): Promise<ResolveWaitResult> {
+    const run = this.#runs.get(request.runId);
+    const wait = this.#waits.get(request.runId)?.get(request.waitId);
+    const { plan, ...result } = planResolveWait({ run, wait: wait && structuredClone(wait), request });
+    this.#apply(plan);
+    return structuredClone(result);
+  }
+
+  async deliverSignal(request: SignalRequest): Promise<SignalResult> {
+    const run = this.#runs.get(request.runId);
+    const { plan, ...result } = planSignal({
+      run,
+      request,
+      existing: this.#signals.get(request.runId)?.get(request.messageId),
+      openWaits: run ? this.#runWaits(run.id).filter((w) => w.status === "open") : [],
+    });
+    this.#apply(plan);
+    return structuredClone(result);
+  }
+
+  async listSignals(runId: string): Promise<SignalRecord[]> {
+    return structuredClone([...(this.#signals.get(runId)?.values() ?? [])]);
+  }
+
+  async fireDueWaits(now: number, limit: number): Promise<WaitRecord[]> {
+    const due = [...this.#waits.values()]
+      .flatMap((m) => [...m.values()])
+      .filter((w) => w.status === "open" && w.dueAt !== null && w.dueAt <= now)
+      .sort((a, b) => (a.dueAt as number) - (b.dueAt as number))
+      .slice(0, limit);
+    const resolved: WaitRecord[] = [];
+    for (const runId of new Set(due.map((w) => w.runId))) {
+      const run = this.#runs.get(runId) as RunRecord;
+      const result = planDue({ run, due: due.filter((w) => w.runId === runId), now, versions: run.versions });
+      this.#apply(result.plan);
+      resolved.push(...result.resolved);
+    }
+    return structuredClone(resolved);
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    let next: number | null = null;
+    for (const waits of this.#waits.values()) {
+      for (const w of waits.values()) {
+        if (w.status === "open" && w.dueAt !== null && (next === null || w.dueAt < next)) next = w.dueAt;
+      }
+    }
+    return next;
+  }
+
+  async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
+    const run = this.#runs.get(request.runId);
+    const plan = planStop({ run, request });
+    this.#apply(plan);
+    return { run: { ...(this.#runs.get(request.runId) as RunRecord) }, transitions: plan.transitions };
+  }
+
+  async listStopRequested(workerId: string): Promise<string[]> {
+    return [...this.#runs.values()].filter((r) => r.leaseOwner === workerId && r.stopRequest).map((r) => r.id);
+  }
+
+  #runWaits(runId: string): WaitRecord[] {
+    return [...(this.#waits.get(runId)?.values() ?? [])].sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : 1));
+  }
+
+  /** Writes a plan (one "transaction": nothing here awaits) and sends its wake-ups. */
+  #apply(plan: Plan): void {
+    for (const run of plan.created) {
+      this.#runs.set(run.id, { ...run });
+      this.#transitions.set(run.id, []);
+      this.#steps.set(run.id, new Map());
+    }
+    for (const run of plan.runs.values()) this.#runs.set(run.id, { ...run });
+    for (const t of plan.transitions) (this.#transitions.get(t.runId) as TransitionRecord[]).push(t);
+    for (const w of plan.waits) {
+      const waits = this.#waits.get(w.runId) ?? new Map<string, WaitRecord>();
+      this.#waits.set(w.runId, waits);
+      waits.set(w.id, structuredClone(w));
+    }
+    for (const s of plan.signals) {
+      const inbox = this.#signals.get(s.runId) ?? new Map<string, SignalRecord>();
+      this.#signals.set(s.runId, inbox);
+      inbox.set(s.messageId, { ...s });
+    }
+    for (const wake of plan.wakes) this.#wake(wake);
   }
 
   async listTransitions(runId: string): Promise<TransitionRecord[]> {

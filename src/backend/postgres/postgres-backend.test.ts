@@ -4,14 +4,28 @@ import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest
 import { startTestDatabase, type TestDatabase, withDatabase } from "../../../test/helpers/postgres.ts";
 import { until } from "../../../test/helpers/runtime-helpers.ts";
 import { defineAgent, defineTool } from "../../agent/define.ts";
-import { InvalidDefinitionError, LeaseLostError, StorageError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord } from "../../core/records.ts";
+import { InvalidDefinitionError, InvalidInputError, LeaseLostError, StorageError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord, WaitRecord } from "../../core/records.ts";
 import { silentLogger } from "../../runtime/logger.ts";
 import { Runtime } from "../../runtime/runtime.ts";
 import { runBackendConformance } from "../conformance/backend-conformance.ts";
-import { fullStep, LEASE_MS, move, runInput, startedStep, T0 } from "../conformance/conformance-fixtures.ts";
+import {
+  endRun,
+  fullStep,
+  LEASE_MS,
+  move,
+  pausedRun,
+  runInput,
+  runningRun,
+  startedStep,
+  suspendRequest,
+  T0,
+  VERSIONS,
+  waitRecord,
+} from "../conformance/conformance-fixtures.ts";
 import { PostgresBackend, type PostgresBackendOptions } from "./postgres-backend.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";
+import { statements } from "./postgres-statements.ts";
 
 // One database per test file (embedded PostgreSQL, or CAIRN_TEST_DATABASE_URL's server), and one
 // schema per backend under test, so nothing here sees another test's rows.
@@ -91,13 +105,106 @@ describe("PostgresBackend", () => {
         "SELECT table_name FROM information_schema.tables WHERE table_schema = $1 ORDER BY table_name",
         [first.schema],
       );
-      expect(tables.rows.map((r) => r.table_name)).toEqual(["cairn_migrations", "runs", "steps", "transitions"]);
+      expect(tables.rows.map((r) => r.table_name)).toEqual([
+        "cairn_migrations",
+        "runs",
+        "signals",
+        "steps",
+        "transitions",
+        "waits",
+      ]);
 
       const { run } = await first.createRun(runInput({ key: "kept" }));
       const second = await open({ schema: first.schema });
       expect(await second.migrate()).toEqual({ from: SCHEMA_VERSION, to: SCHEMA_VERSION });
       expect((await db.query(`SELECT version, name, applied_at FROM ${table} ORDER BY version`)).rows).toEqual(applied);
       expect(await second.getRun(run.id)).toStrictEqual(run);
+    });
+
+    it("migrates a schema at version 1 to the current version with its data intact", async () => {
+      const schema = db.schema();
+      schemas.add(schema);
+      const q = pg.escapeIdentifier(schema);
+      // Version 1 as a released Cairn left it: its DDL, recorded, and a run with history.
+      await db.query(`CREATE SCHEMA ${q}`);
+      await db.query(
+        `CREATE TABLE ${q}.cairn_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+      );
+      const v1 = MIGRATIONS[0] as (typeof MIGRATIONS)[number];
+      await db.query(v1.sql(q));
+      await db.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES (1, $1)`, [v1.name]);
+      const versions = JSON.stringify({ workflow: "wf-1", policy: null, runtime: "0.1.0" });
+      await db.query(
+        `INSERT INTO ${q}.runs VALUES ('old-1', 'report_builder', 'build', 'k1', 'RUNNING', NULL, '{"b":1,"a":2}',
+           NULL, NULL, 1, 'w1', $1, 0, 2, $2, '{"module":"m.ts"}', $3, $4)`,
+        [T0 + LEASE_MS, versions, T0, T0 + 1],
+      );
+      await db.query(
+        `INSERT INTO ${q}.transitions VALUES ('old-1', 1, $1, 'user', 'alice', NULL, 'PENDING', NULL, 'started', $2),
+           ('old-1', 2, $3, 'worker', 'w1', 'PENDING', 'RUNNING', NULL, 'claimed', $2)`,
+        [T0, versions, T0 + 1],
+      );
+      await db.query(
+        `INSERT INTO ${q}.steps VALUES ('old-1', 1, 'tool', 't', 'completed', 'd', '{}', '{"z":0,"y":[1]}', NULL, '[]',
+           NULL, NULL, $1, $1, 1)`,
+        [T0],
+      );
+
+      const backend = make({ schema, migrate: false });
+      expect((await initError(backend)).message).toContain(
+        `is at Cairn schema version 1, this version of Cairn needs ${SCHEMA_VERSION}`,
+      );
+      expect(await backend.migrate()).toEqual({ from: 1, to: SCHEMA_VERSION });
+      await backend.init();
+      const run = (await backend.getRun("old-1")) as RunRecord;
+      expect(run).toMatchObject({
+        state: "RUNNING",
+        key: "k1",
+        epoch: 1,
+        leaseOwner: "w1",
+        lastTransitionId: 2,
+        parentRunId: null,
+        parentClosePolicy: null,
+        stopRequest: undefined,
+        continuedFrom: null,
+        continuedTo: null,
+      });
+      expect(JSON.stringify(run.input)).toBe('{"b":1,"a":2}');
+      expect((await backend.listTransitions("old-1")).map((t) => t.to)).toEqual(["PENDING", "RUNNING"]);
+      expect(JSON.stringify((await backend.loadSteps("old-1"))[0]?.result)).toBe('{"z":0,"y":[1]}');
+      expect(await backend.loadWaits("old-1")).toEqual([]);
+      expect(await backend.listSignals("old-1")).toEqual([]);
+      // The old run keeps its key; the migrated run takes every new operation.
+      expect(await backend.createRun(runInput({ key: "k1" }))).toMatchObject({ created: false, run: { id: "old-1" } });
+      await backend.requestStop({
+        runId: "old-1",
+        request: { kind: "cancel", by: { kind: "user", id: "alice" }, reason: "r", at: T0 + 2 },
+        versions: VERSIONS,
+      });
+      expect(await backend.listStopRequested("w1")).toEqual(["old-1"]);
+      const applied = await db.query(`SELECT version FROM ${q}.cairn_migrations ORDER BY version`);
+      expect(applied.rows.map((r) => r.version)).toEqual(MIGRATIONS.map((m) => m.version));
+    });
+
+    it("answers the hot queries from their partial indexes", async () => {
+      const backend = await open();
+      const client = await sharedPool.connect();
+      try {
+        // Planned as on a large table, so that an index whose predicate the query does not imply
+        // (a state list out of step with the migration's) shows up as a sequential scan.
+        await client.query("SET enable_seqscan = off");
+        const plan = async (text: string, values: unknown[]) =>
+          (await client.query(`EXPLAIN ${text}`, values)).rows.map((r) => r["QUERY PLAN"]).join("\n");
+        const s = statements(backend.schema);
+        expect(await plan(s.claimNext.text, [T0, null])).toContain("runs_runnable");
+        expect(await plan(s.listStopRequested.text, ["w1"])).toContain("runs_stop_requested");
+        expect(await plan(s.nextDueAt.text, [])).toContain("waits_due");
+        expect(await plan(s.pickDue.text, [T0, 10])).toContain("waits_due");
+        expect(await plan(s.listRuns("parent_run_id = $1", 2).text, ["p", 10, 0])).toContain("runs_by_parent");
+      } finally {
+        await client.query("RESET enable_seqscan");
+        client.release();
+      }
     });
 
     it("migrates once when several processes start together on a new schema", async () => {
@@ -252,6 +359,42 @@ describe("PostgresBackend", () => {
     expect(await backend.loadSteps(run.id)).toEqual([]);
   });
 
+  it("passes what a resolveWait decision throws to the caller as it is, and writes nothing", async () => {
+    const backend = await open();
+    const { run } = await pausedRun(backend, [{ seq: 1, kind: "user", name: "Which region?" }], {
+      pausedReason: "awaiting_user",
+    });
+    const thrown = new TypeError("schema check blew up");
+    const error = await backend
+      .resolveWait({
+        runId: run.id,
+        waitId: "w1",
+        decide: () => {
+          throw thrown;
+        },
+        actor: { kind: "user", id: "alice" },
+        reason: "answered",
+        versions: VERSIONS,
+        at: T0 + 500,
+      })
+      .catch((e: unknown) => e);
+    expect(error).toBe(thrown);
+    expect((await backend.loadWaits(run.id))[0]?.status).toBe("open");
+    expect((await backend.getRun(run.id))?.state).toBe("PAUSED");
+  });
+
+  it("refuses a continueAsNew successor whose id is taken and leaves the run as it was", async () => {
+    const backend = await open();
+    const taken = await backend.createRun(runInput());
+    const running = await runningRun(backend, { overrides: { key: "chain" } });
+    const error = await endRun(backend, running, "COMPLETED", {
+      successor: runInput({ id: taken.run.id, key: "chain" }),
+    }).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect(await backend.getRun(running.id)).toMatchObject({ state: "RUNNING", continuedTo: null });
+    expect((await backend.createRun(runInput({ key: "chain" }))).run.id).toBe(running.id);
+  });
+
   it("keeps JSON as written: key order, NUL characters, unicode and large numbers", async () => {
     const backend = await open();
     const { run } = await backend.createRun(runInput({ input: { z: 1, a: [{ y: 2, b: 3 }] } }));
@@ -368,6 +511,190 @@ describe("PostgresBackend", () => {
       await backend.init();
       expect(await backend.listRuns()).toEqual([]);
     });
+  });
+});
+
+describe("PostgresBackend waits under concurrency", () => {
+  const opened: PostgresBackend[] = [];
+  let schema = "";
+
+  /** `count` backends (pools) on one fresh schema: separate connections, truly concurrent. */
+  async function pools(count: number, max = 4): Promise<PostgresBackend[]> {
+    schema = db.schema();
+    for (let i = 0; i < count; i++) {
+      const backend = new PostgresBackend({ connectionString: db.url, schema, max });
+      await backend.init();
+      opened.push(backend);
+    }
+    return opened.slice(-count);
+  }
+
+  afterEach(async () => {
+    for (const backend of opened.splice(0)) await backend.close();
+    await db.dropSchema(schema);
+  });
+
+  it("ends runs, their parents and their children at the same moment without a deadlock", async () => {
+    const [a, b, c] = (await pools(3, 8)) as [PostgresBackend, PostgresBackend, PostgresBackend];
+    // Families of three generations, every run RUNNING under its own worker. An end locks the
+    // run, its parent and its open children, all in id order, while the top runs are held below so
+    // that the ends pile up. Were the run itself locked first, the middle end would hold the middle
+    // run while waiting for the top one, the bottom end would wait for the middle run while holding
+    // the bottom one, and the middle end would then wait for the bottom one: a deadlock.
+    const families: RunRecord[][] = [];
+    for (let i = 0; i < 5; i++) {
+      const top = await runningRun(a, { workerId: "w1" });
+      const middle = await runningRun(a, { workerId: "w2", overrides: { parentRunId: top.id } });
+      const bottom = await runningRun(a, {
+        workerId: "w3",
+        overrides: { parentRunId: middle.id, parentClosePolicy: "cancel" },
+      });
+      families.push([top, middle, bottom]);
+    }
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    let settled: PromiseSettledResult<unknown>[];
+    try {
+      await holder.query("BEGIN");
+      const tops = families.map(([top]) => (top as RunRecord).id);
+      await holder.query(`SELECT id FROM ${pg.escapeIdentifier(schema)}.runs WHERE id = ANY ($1) FOR UPDATE`, [tops]);
+      const ends = Promise.allSettled(
+        families.flatMap(([top, middle, bottom]) => [
+          endRun(b, middle as RunRecord),
+          endRun(c, bottom as RunRecord),
+          endRun(a, top as RunRecord),
+        ]),
+      );
+      await until(async () => {
+        const waiting = await db.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        );
+        return (waiting.rows[0]?.n ?? 0) >= 2 * families.length;
+      });
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await holder.query("COMMIT");
+      settled = await ends;
+    } finally {
+      await holder.end();
+    }
+    expect(settled.filter((r) => r.status === "rejected")).toEqual([]);
+    for (const run of families.flat()) {
+      expect((await a.getRun(run.id))?.state).toBe("COMPLETED");
+      expect((await a.listTransitions(run.id)).map((t) => t.to)).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
+    }
+  });
+
+  it("renews the leases of a parent and a child while the child ends, without a deadlock", async () => {
+    const [a, b] = (await pools(2)) as [PostgresBackend, PostgresBackend];
+    // The child's row first: a renewal that does not sort would meet it first, in the array and
+    // in the table alike.
+    const child = await runningRun(a, { workerId: "w1", overrides: { id: "fam-b", parentRunId: "fam-a" } });
+    const parent = await runningRun(a, { workerId: "w1", overrides: { id: "fam-a" } });
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    const lockWaits = async () =>
+      (
+        await db.query(
+          "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'",
+        )
+      ).rows[0]?.n ?? 0;
+    try {
+      // The child's end waits for the parent (held here) before it locks anything; a renewal that
+      // locked the child first and then waited for the parent would close a cycle with it.
+      await holder.query("BEGIN");
+      await holder.query(`SELECT id FROM ${pg.escapeIdentifier(schema)}.runs WHERE id = $1 FOR UPDATE`, [parent.id]);
+      const end = endRun(a, child).then(
+        () => "ended",
+        (e: unknown) => e,
+      );
+      await until(async () => (await lockWaits()) >= 1);
+      const renew = b
+        .renewLeases({
+          workerId: "w1",
+          now: T0 + 10,
+          leaseMs: LEASE_MS,
+          runs: [
+            { runId: child.id, epoch: child.epoch },
+            { runId: parent.id, epoch: parent.epoch },
+          ],
+        })
+        .catch((e: unknown) => e);
+      await until(async () => (await lockWaits()) >= 2);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await holder.query("COMMIT");
+      expect(await end).toBe("ended");
+      expect(await renew).toEqual([child.id]);
+    } finally {
+      await holder.end();
+    }
+  });
+
+  it("fires each due wait once when several workers fire at the same time", async () => {
+    const backends = await pools(3);
+    const first = backends[0] as PostgresBackend;
+    const runs: RunRecord[] = [];
+    for (let i = 0; i < 30; i++) {
+      const { run } = await pausedRun(first, [{ seq: 1, kind: "timer", name: "sleep", dueAt: T0 + 500 + (i % 5) }], {
+        pausedReason: "awaiting_timer",
+      });
+      runs.push(run);
+    }
+    const fired: WaitRecord[] = [];
+    await Promise.all(
+      backends.map(async (backend) => {
+        for (;;) {
+          const batch = await backend.fireDueWaits(T0 + 1_000, 4);
+          if (batch.length === 0) return;
+          fired.push(...batch);
+        }
+      }),
+    );
+    fired.push(...(await first.fireDueWaits(T0 + 1_000, 100)));
+    expect(fired).toHaveLength(30);
+    expect(new Set(fired.map((w) => w.runId))).toEqual(new Set(runs.map((r) => r.id)));
+    for (const run of runs) {
+      const transitions = await first.listTransitions(run.id);
+      expect(transitions.map((t) => t.to)).toEqual(["PENDING", "RUNNING", "PAUSED", "RESUMING"]);
+    }
+    expect(await first.nextDueAt()).toBeNull();
+  });
+
+  it("never loses a child's end that races its parent's pause on it", async () => {
+    const [a, b] = (await pools(2)) as [PostgresBackend, PostgresBackend];
+    for (let i = 0; i < 10; i++) {
+      const parent = await runningRun(a, { workerId: "w1" });
+      const child = await runningRun(a, { workerId: "w2", overrides: { parentRunId: parent.id } });
+      const wait = waitRecord(parent.id, 1, { kind: "child", name: child.id, details: { childRunId: child.id } });
+      const [suspended] = await Promise.all([
+        a.suspend(suspendRequest(parent, [wait], { pausedReason: "awaiting_child" })),
+        endRun(b, child),
+      ]);
+      const [stored] = await a.loadWaits(parent.id);
+      expect(stored).toMatchObject({ status: "resolved", resolution: { outcome: "child_ended" } });
+      // Either the child had ended (not paused) or its end woke the paused parent.
+      expect((await a.getRun(parent.id))?.state).toBe(suspended.paused ? "RESUMING" : "RUNNING");
+    }
+  });
+
+  it("sends a stop wake-up to another process, and lets a worker find the request", async () => {
+    const [a, b] = (await pools(2)) as [PostgresBackend, PostgresBackend];
+    const heard: string[] = [];
+    const unsubscribe = await a.subscribe((wake) =>
+      heard.push("runId" in wake ? `${wake.kind}:${wake.runId}` : wake.kind),
+    );
+    try {
+      const run = await runningRun(b, { workerId: "w7" });
+      await b.requestStop({
+        runId: run.id,
+        request: { kind: "suspend", by: { kind: "user", id: "op" }, reason: "pause it", at: T0 + 10 },
+        versions: VERSIONS,
+      });
+      await until(() => heard.includes(`stop:${run.id}`), { what: "stop wake-up" });
+      expect(await a.listStopRequested("w7")).toEqual([run.id]);
+      expect(await a.listStopRequested("w8")).toEqual([]);
+    } finally {
+      await unsubscribe();
+    }
   });
 });
 

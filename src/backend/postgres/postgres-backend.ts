@@ -1,33 +1,53 @@
 import pg from "pg";
 import { InvalidDefinitionError, InvalidInputError, LeaseLostError, StorageError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
+import type { RunRecord, SignalRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type {
   ClaimRequest,
   CreateRunInput,
   RenewRequest,
+  ResolveWaitRequest,
+  ResolveWaitResult,
   RunFilter,
   RuntimeBackend,
+  SignalRequest,
+  SignalResult,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
   TransitionRequest,
   Wake,
 } from "../backend.ts";
-import { applyTransition, claimed, isClaimable, pendingRun, wakeFor } from "../transition-rules.ts";
+import { claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
-  encode,
   type RunRow,
   rowToRun,
+  rowToSignal,
   rowToStep,
   rowToTransition,
-  runParams,
+  rowToWait,
+  runValues,
+  type SignalRow,
   type StepRow,
   stepColumns,
   type TransitionRow,
   TYPES,
   transitionParams,
+  type WaitRow,
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
+import {
+  deliverSignalIn,
+  fireDueIn,
+  PassThrough,
+  type PlanContext,
+  requestStopIn,
+  resolveWaitIn,
+  suspendIn,
+  transitionIn,
+} from "./postgres-waits.ts";
 
 /** Options of {@link PostgresBackend}. Give `connectionString` or `pool`, not both. */
 export interface PostgresBackendOptions {
@@ -73,7 +93,8 @@ export interface PostgresBackendOptions {
    * results (at most about 3 × `wal_writer_delay`, 600 ms by default) and those tools run again.
    * Run creation, claims and transitions stay synchronous in both modes: they move the lease
    * epoch, and an epoch that went backwards in a server crash could be handed to two workers,
-   * who outlive the server on other machines.
+   * who outlive the server on other machines. So do pauses, waits, signals and stop requests: an
+   * answer or a signal that was acknowledged must not be lost.
    * @default "machine"
    */
   durability?: "process" | "machine";
@@ -104,8 +125,12 @@ type Queryable = pg.Pool | pg.PoolClient;
  * lease epoch in the same transaction, and the schema is versioned and migrated on `init()`.
  *
  * Workers and waiters are woken over LISTEN/NOTIFY (see {@link PostgresBackend.subscribe}): a
- * new run, a transition into PENDING or RESUMING and a transition into a terminal state send a
- * `pg_notify` that goes out when the write commits. Polling stays as the slow fallback.
+ * new run, a move into a claimable state (PENDING, RESUMING, CANCELLING), a move into a terminal
+ * state and a stop request for a run a worker holds send a `pg_notify` that goes out when the
+ * write commits. Polling stays as the slow fallback.
+ *
+ * Waits, signals, stops and run endings follow the planners of `wait-rules.ts`, each in one
+ * transaction that locks the run row first (see `postgres-waits.ts` for the lock order).
  *
  * @example
  * import { Runtime } from "cairn";
@@ -190,7 +215,7 @@ export class PostgresBackend implements RuntimeBackend {
     const { run, transition } = pendingRun(input);
     return this.#call("createRun", async () => {
       const written = await this.#query(pool, this.#s.createRun, [
-        ...runParams(run),
+        ...runValues(run),
         ...transitionParams(transition).slice(1),
       ]);
       if (written.length === 1) {
@@ -233,6 +258,10 @@ export class PostgresBackend implements RuntimeBackend {
     if (filter.state !== undefined) {
       values.push([filter.state].flat());
       where.push(`state = ANY ($${values.length}::text[])`);
+    }
+    if (filter.parentRunId !== undefined) {
+      values.push(filter.parentRunId);
+      where.push(`parent_run_id = $${values.length}`);
     }
     const key = where.join(" AND ");
     let statement = this.#listRuns.get(key);
@@ -298,37 +327,73 @@ export class PostgresBackend implements RuntimeBackend {
     );
   }
 
+  /**
+   * The transition and, into an ended state, what `planEnd` does (waits closed, the parent's child
+   * wait resolved, children stopped, a successor created), in one transaction; see
+   * `postgres-waits.ts` for the rows it locks and in what order.
+   */
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
     const pool = this.#ready();
-    return this.#transaction(pool, "transition", async (client) => {
-      // The row stays locked until commit, so the rule is applied to the run as it is stored.
-      const [row] = await this.#query<RunRow>(client, this.#s.lockRun, [request.runId]);
-      const result = applyTransition(row && rowToRun(row), request);
-      const { run } = result;
-      const patch = request.patch ?? {};
-      const setOutput = patch.output !== undefined;
-      const setError = patch.error !== undefined;
-      await this.#query(client, this.#s.writeTransition, [
-        run.id,
-        run.state,
-        run.pausedReason,
-        setOutput,
-        setOutput ? encode(patch.output) : null,
-        setError,
-        setError ? encode(patch.error ?? undefined) : null,
-        run.epoch,
-        run.leaseOwner,
-        run.leaseExpiresAt,
-        run.recoveries,
-        run.lastTransitionId,
-        run.updatedAt,
-        ...transitionParams(result.transition).slice(1),
-      ]);
-      // Sent when the transaction commits, and only then.
-      const wake = wakeFor(run.id, run.state);
-      if (wake) await this.#query(client, this.#s.notify, [this.#channel, wakePayload(wake)]);
-      return result;
+    return this.#transaction(pool, "transition", (client) => transitionIn(this.#context(client), request));
+  }
+
+  async suspend(request: SuspendRequest): Promise<SuspendResult> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "suspend", (client) => suspendIn(this.#context(client), request));
+  }
+
+  async loadWaits(runId: string): Promise<WaitRecord[]> {
+    const pool = this.#ready();
+    return this.#call("loadWaits", async () =>
+      (await this.#query<WaitRow>(pool, this.#s.loadWaits, [runId])).map(rowToWait),
+    );
+  }
+
+  async resolveWait(request: ResolveWaitRequest): Promise<ResolveWaitResult> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "resolveWait", (client) => resolveWaitIn(this.#context(client), request));
+  }
+
+  async deliverSignal(request: SignalRequest): Promise<SignalResult> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "deliverSignal", (client) => deliverSignalIn(this.#context(client), request));
+  }
+
+  async listSignals(runId: string): Promise<SignalRecord[]> {
+    const pool = this.#ready();
+    return this.#call("listSignals", async () =>
+      (await this.#query<SignalRow>(pool, this.#s.listSignals, [runId])).map(rowToSignal),
+    );
+  }
+
+  /** One batch in one transaction; runs another transaction holds are skipped, not waited for. */
+  async fireDueWaits(now: number, limit: number): Promise<WaitRecord[]> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "fireDueWaits", (client) => fireDueIn(this.#context(client), now, limit));
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    const pool = this.#ready();
+    return this.#call("nextDueAt", async () => {
+      const [row] = await this.#query<{ next: number | null }>(pool, this.#s.nextDueAt, []);
+      return row?.next ?? null;
     });
+  }
+
+  async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
+    const pool = this.#ready();
+    return this.#transaction(pool, "requestStop", (client) => requestStopIn(this.#context(client), request));
+  }
+
+  /**
+   * Oldest first. Only runs that have not ended are considered (a worker releases the lease of a
+   * run it ends), which keeps the lookup on a small partial index.
+   */
+  async listStopRequested(workerId: string): Promise<string[]> {
+    const pool = this.#ready();
+    return this.#call("listStopRequested", async () =>
+      (await this.#query<{ id: string }>(pool, this.#s.listStopRequested, [workerId])).map((r) => r.id),
+    );
   }
 
   /**
@@ -431,6 +496,15 @@ export class PostgresBackend implements RuntimeBackend {
     return this.#pool;
   }
 
+  /** What the plan operations of `postgres-waits.ts` need, on the transaction's connection. */
+  #context(client: pg.PoolClient): PlanContext {
+    return {
+      query: (statement, values) => this.#query(client, statement, values),
+      statements: this.#s,
+      channel: this.#channel,
+    };
+  }
+
   #query<R = unknown>(on: Queryable, statement: Sql, values: unknown[]): Promise<R[]> {
     return on
       .query<pg.QueryResultRow>({ name: statement.name, text: statement.text, values, types: TYPES })
@@ -452,6 +526,7 @@ export class PostgresBackend implements RuntimeBackend {
       client = await pool.connect();
       return await work(client);
     } catch (error) {
+      if (error instanceof PassThrough) throw error.error;
       discard = client !== undefined && (this.#doomed.has(client) || isConnectionError(error));
       throw toStorageError(error, this.#target, operation);
     } finally {

@@ -13,17 +13,27 @@ export function wakeChannel(schema: string): string {
     : `cairn_wake_${createHash("sha256").update(schema).digest("hex").slice(0, 32)}`;
 }
 
-/** The payload of a wake-up: `r:<runId>` (runnable) or `e:<runId>` (ended). */
+const PAYLOAD_PREFIX = { runnable: "r", ended: "e", stop: "s" } as const;
+
+/** The payload of a wake-up: `r:<runId>` (runnable), `e:<runId>` (ended) or `s:<runId>` (stop). */
 export function wakePayload(wake: Exclude<Wake, { kind: "reconnected" }>): string {
-  return `${wake.kind === "runnable" ? "r" : "e"}:${wake.runId}`;
+  return `${PAYLOAD_PREFIX[wake.kind]}:${wake.runId}`;
 }
 
-function parsePayload(payload: string | undefined): Wake | undefined {
+/** The wake-up of a payload; undefined for one this version does not know (a newer sender's). */
+export function parsePayload(payload: string | undefined): Wake | undefined {
   if (payload?.[1] !== ":") return undefined;
   const runId = payload.slice(2);
-  if (payload[0] === "r") return { kind: "runnable", runId };
-  if (payload[0] === "e") return { kind: "ended", runId };
-  return undefined;
+  switch (payload[0]) {
+    case "r":
+      return { kind: "runnable", runId };
+    case "e":
+      return { kind: "ended", runId };
+    case "s":
+      return { kind: "stop", runId };
+    default:
+      return undefined;
+  }
 }
 
 /**

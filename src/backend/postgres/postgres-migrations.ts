@@ -19,6 +19,11 @@ export interface Migration {
 }
 
 const OWNED_LIST = [...OWNED_STATES].map((s) => `'${s}'`).join(", ");
+// Written out rather than derived: a migration's SQL must never change once released, whatever
+// later code does to these sets.
+const RUNNABLE_LIST = "'PENDING', 'RESUMING', 'CANCELLING'";
+/** The states of `hasEnded` (terminal, INTERRUPTED excepted). */
+const ENDED_LIST = "'COMPLETED', 'FAILED', 'BLOCKED', 'CANCELLED', 'COMPENSATED'";
 
 /** Every migration, in order. */
 export const MIGRATIONS: readonly Migration[] = [
@@ -90,6 +95,66 @@ CREATE TABLE ${s}.steps (
   epoch       INTEGER NOT NULL,
   PRIMARY KEY (run_id, seq)
 );
+`,
+  },
+  {
+    version: 2,
+    name: "waits, signals, stops, child runs and continueAsNew",
+    // New nullable columns without defaults: a catalog change, no table rewrite. Every index is
+    // built in this transaction, under the migration's lock, before any worker of this version
+    // writes.
+    sql: (s) => `
+ALTER TABLE ${s}.runs
+  ADD COLUMN parent_run_id       TEXT COLLATE "C",
+  ADD COLUMN parent_close_policy TEXT,
+  ADD COLUMN stop_request        JSON,
+  ADD COLUMN continued_from      TEXT COLLATE "C",
+  ADD COLUMN continued_to        TEXT COLLATE "C";
+-- A continueAsNew successor takes its predecessor's key over: the key names the newest run of
+-- the chain, the one nothing continues.
+DROP INDEX ${s}.runs_by_key;
+CREATE UNIQUE INDEX runs_by_key ON ${s}.runs (agent, workflow, run_key)
+  WHERE run_key IS NOT NULL AND continued_to IS NULL;
+-- Claims take CANCELLING runs too (a cancel asked of a paused run, or of a lost worker's run).
+DROP INDEX ${s}.runs_runnable;
+CREATE INDEX runs_runnable ON ${s}.runs (created_at, id) WHERE state IN (${RUNNABLE_LIST});
+-- The children of a run: listRuns({ parentRunId }) and the parent-close policy when it ends.
+CREATE INDEX runs_by_parent ON ${s}.runs (parent_run_id, id) WHERE parent_run_id IS NOT NULL;
+-- listStopRequested: the open runs with a stop request (few: a request is carried out, or it
+-- suspends an orphan until someone resumes or cancels it). lease_owner is deliberately not indexed,
+-- so that a claim stays a HOT update.
+CREATE INDEX runs_stop_requested ON ${s}.runs (created_at, id)
+  WHERE stop_request IS NOT NULL AND state NOT IN (${ENDED_LIST});
+
+CREATE TABLE ${s}.waits (
+  run_id     TEXT COLLATE "C" NOT NULL REFERENCES ${s}.runs (id),
+  id         TEXT COLLATE "C" NOT NULL,
+  seq        INTEGER NOT NULL,
+  kind       TEXT NOT NULL,
+  name       TEXT COLLATE "C" NOT NULL,
+  status     TEXT NOT NULL,
+  details    JSON NOT NULL,
+  due_at     BIGINT,
+  resolution JSON,
+  created_at BIGINT NOT NULL,
+  PRIMARY KEY (run_id, id)
+);
+-- The timer loop: the earliest open wait that comes due (fireDueWaits, nextDueAt).
+CREATE INDEX waits_due ON ${s}.waits (due_at) WHERE status = 'open' AND due_at IS NOT NULL;
+
+-- A run's inbox. arrival orders it (the order in which the run's lock let the signals in); an
+-- upsert that only marks a signal consumed keeps it.
+CREATE TABLE ${s}.signals (
+  run_id      TEXT COLLATE "C" NOT NULL REFERENCES ${s}.runs (id),
+  message_id  TEXT COLLATE "C" NOT NULL,
+  name        TEXT COLLATE "C" NOT NULL,
+  payload     JSON NOT NULL,
+  received_at BIGINT NOT NULL,
+  consumed_by TEXT COLLATE "C",
+  arrival     BIGSERIAL NOT NULL,
+  PRIMARY KEY (run_id, message_id)
+);
+CREATE INDEX signals_by_arrival ON ${s}.signals (run_id, arrival);
 `,
   },
 ];

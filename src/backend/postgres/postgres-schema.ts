@@ -1,21 +1,27 @@
 import pg from "pg";
-import type { RunRecord, StepRecord } from "../../core/records.ts";
-import { encode, stepValues } from "../sql-rows.ts";
+import type { StepRecord } from "../../core/records.ts";
+import { stepValues } from "../sql-rows.ts";
 
 export {
-  encode,
   type RunRow,
   rowToRun,
+  rowToSignal,
   rowToStep,
   rowToTransition,
+  rowToWait,
+  runValues,
+  type SignalRow,
   type StepRow,
+  signalValues,
   type TransitionRow,
   transitionParams,
+  type WaitRow,
+  waitValues,
 } from "../sql-rows.ts";
 
 /**
- * The rows of the PostgreSQL schema and their mapping to records. One row per run, per transition
- * and per step (DESIGN §7). JSON payloads are `json` columns (not `jsonb`): `json` keeps the text
+ * The rows of the PostgreSQL schema and their mapping to records. One row per run, per transition,
+ * per step, per wait and per signal (DESIGN §7). JSON payloads are `json` columns (not `jsonb`): `json` keeps the text
  * as written, so object keys come back in their order and strings may hold `\u0000`, both of which
  * `jsonb` would change or refuse. A SQL NULL means `undefined`, the JSON text `null` means JSON
  * null, so the two stay distinct through a round trip (as in the SQLite backend).
@@ -48,28 +54,16 @@ export const TYPES: pg.CustomTypesConfig = {
   }) as pg.CustomTypesConfig["getTypeParser"],
 };
 
-/** The parameters of the run insert ($1..$18), in `runs` column order. */
-export function runParams(run: RunRecord): unknown[] {
-  return [
-    run.id,
-    run.agent,
-    run.workflow,
-    run.key,
-    run.state,
-    run.pausedReason,
-    JSON.stringify(run.input),
-    encode(run.output),
-    encode(run.error),
-    run.epoch,
-    run.leaseOwner,
-    run.leaseExpiresAt,
-    run.recoveries,
-    run.lastTransitionId,
-    JSON.stringify(run.versions),
-    JSON.stringify(run.meta),
-    run.createdAt,
-    run.updatedAt,
-  ];
+/**
+ * Transposes rows (each a list of column values) into one array per column, the parameters of an
+ * `unnest` over `width` columns.
+ */
+export function columnArrays(rows: readonly (readonly unknown[])[], width: number): unknown[][] {
+  const columns: unknown[][] = Array.from({ length: width }, () => []);
+  for (const row of rows) {
+    for (const [i, value] of row.entries()) columns[i]?.push(value);
+  }
+  return columns;
 }
 
 /**
@@ -80,12 +74,7 @@ export function runParams(run: RunRecord): unknown[] {
 export function stepColumns(steps: readonly StepRecord[]): unknown[][] {
   const bySeq = new Map<number, StepRecord>();
   for (const step of steps) bySeq.set(step.seq, step);
-  const columns: unknown[][] = Array.from({ length: 13 }, () => []);
-  for (const step of bySeq.values()) {
-    const values = stepValues(step);
-    for (const [i, value] of values.entries()) columns[i]?.push(value);
-  }
-  return columns;
+  return columnArrays([...bySeq.values()].map(stepValues), 13);
 }
 
 /** `name` as a quoted SQL identifier. */

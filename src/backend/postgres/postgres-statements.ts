@@ -1,5 +1,7 @@
 import { createHash } from "node:crypto";
-import { OWNED_STATES } from "../../core/run-state.ts";
+import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
+import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
+import { RUNNABLE_STATES } from "../transition-rules.ts";
 import { quoteIdent } from "./postgres-schema.ts";
 
 /**
@@ -26,10 +28,22 @@ export function sql(text: string): Sql {
   return { name: `cairn_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`, text };
 }
 
-const OWNED_LIST = [...OWNED_STATES].map((s) => `'${s}'`).join(", ");
+function list(states: Iterable<string>): string {
+  return [...states].map((s) => `'${s}'`).join(", ");
+}
 
-const RUN_COLUMNS = `id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch,
-  lease_owner, lease_expires_at, recoveries, last_transition_id, versions, meta, created_at, updated_at`;
+const OWNED_LIST = list(OWNED_STATES);
+/** Claimable states; the same list, in the same order, as the `runs_runnable` index predicate. */
+const RUNNABLE_LIST = list(RUNNABLE_STATES);
+/**
+ * The states of `hasEnded`; the same list, in the same order, as the `runs_stop_requested` index
+ * predicate (the planner matches a partial index only on an equal predicate).
+ */
+const ENDED_LIST = list([...TERMINAL_STATES].filter((state) => state !== "INTERRUPTED"));
+
+const RUN_COLUMNS = RUN_COLUMN_LIST.join(", ");
+const WAIT_LIST = WAIT_COLUMNS.join(", ");
+const SIGNAL_LIST = SIGNAL_COLUMNS.join(", ");
 
 const TRANSITION_COLUMNS =
   "run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions";
@@ -37,24 +51,214 @@ const TRANSITION_COLUMNS =
 const STEP_COLUMNS = `run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage,
   started_at, ended_at, epoch`;
 
+/** A column's type, for the `unnest` of a batch write. JSON travels as text and is cast back. */
+type ColumnType = "text" | "integer" | "bigint" | "boolean" | "json";
+
+const RUN_TYPES: Record<(typeof RUN_COLUMN_LIST)[number], ColumnType> = {
+  id: "text",
+  agent: "text",
+  workflow: "text",
+  run_key: "text",
+  state: "text",
+  paused_reason: "text",
+  input: "json",
+  output: "json",
+  error: "json",
+  epoch: "integer",
+  lease_owner: "text",
+  lease_expires_at: "bigint",
+  recoveries: "integer",
+  last_transition_id: "integer",
+  versions: "json",
+  meta: "json",
+  parent_run_id: "text",
+  parent_close_policy: "text",
+  stop_request: "json",
+  continued_from: "text",
+  continued_to: "text",
+  created_at: "bigint",
+  updated_at: "bigint",
+};
+
+/**
+ * The JSON columns of `runs`, each written by a plan only when its value changed (a run's input,
+ * meta and versions never do): `writePlan` takes one "changed" flag array per column, in this order.
+ */
+export const RUN_JSON_COLUMNS = ["input", "output", "error", "versions", "meta", "stop_request"] as const;
+
+const TRANSITION_TYPES: ColumnType[] = [
+  "text",
+  "integer",
+  "bigint",
+  "text",
+  "text",
+  "text",
+  "text",
+  "text",
+  "text",
+  "json",
+];
+
+const WAIT_TYPES: Record<(typeof WAIT_COLUMNS)[number], ColumnType> = {
+  run_id: "text",
+  id: "text",
+  seq: "integer",
+  kind: "text",
+  name: "text",
+  status: "text",
+  details: "json",
+  due_at: "bigint",
+  resolution: "json",
+  created_at: "bigint",
+};
+
+const SIGNAL_TYPES: Record<(typeof SIGNAL_COLUMNS)[number], ColumnType> = {
+  run_id: "text",
+  message_id: "text",
+  name: "text",
+  payload: "json",
+  received_at: "bigint",
+  consumed_by: "text",
+};
+
+/**
+ * `unnest` over one array parameter per column, numbered from `first`: the FROM item (aliased `x`)
+ * and, per column, the expression that reads it back with its type.
+ */
+function unnest(
+  columns: readonly string[],
+  types: readonly ColumnType[],
+  first: number,
+): { from: string; values: string[]; next: number } {
+  const arrays = columns.map((_, i) => `$${first + i}::${types[i] === "json" ? "text" : types[i]}[]`);
+  return {
+    from: `unnest(${arrays.join(", ")}) AS x (${columns.join(", ")})`,
+    values: columns.map((c, i) => (types[i] === "json" ? `x.${c}::json` : `x.${c}`)),
+    next: first + columns.length,
+  };
+}
+
+const TRANSITION_LIST = TRANSITION_COLUMNS.split(", ");
+
+/**
+ * The one statement that writes a plan (see `applyPlan`): full-row updates of runs, transitions
+ * inserted, waits and signals upserted, and the wake-ups, which `pg_notify` sends when the
+ * transaction commits. Each part is an `unnest` over one array per column, so the statement is
+ * the same whatever the plan holds and is prepared once per connection; an empty part writes
+ * nothing. The parts touch different tables (or different rows), so the unspecified order in which
+ * PostgreSQL runs the WITH parts does not matter; the foreign keys are checked at the end.
+ *
+ * Parameters: the run columns, one "changed" flag array per {@link RUN_JSON_COLUMNS}, the
+ * transition columns, the wait columns, the signal columns, then the channel and the payloads.
+ */
+function writePlan(s: string): Sql {
+  const runTypes = RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]);
+  const runs = unnest(
+    [...RUN_COLUMN_LIST, ...RUN_JSON_COLUMNS.map((c) => `${c}_changed`)],
+    [...runTypes, ...RUN_JSON_COLUMNS.map(() => "boolean" as const)],
+    1,
+  );
+  const assignments = RUN_COLUMN_LIST.slice(1).map((c) =>
+    RUN_TYPES[c] === "json" ? `${c} = CASE WHEN x.${c}_changed THEN x.${c}::json ELSE r.${c} END` : `${c} = x.${c}`,
+  );
+  const transitions = unnest(TRANSITION_LIST, TRANSITION_TYPES, runs.next);
+  const waits = unnest(
+    WAIT_COLUMNS,
+    WAIT_COLUMNS.map((c) => WAIT_TYPES[c]),
+    transitions.next,
+  );
+  const signals = unnest(
+    SIGNAL_COLUMNS,
+    SIGNAL_COLUMNS.map((c) => SIGNAL_TYPES[c]),
+    waits.next,
+  );
+  const channel = signals.next;
+  return sql(
+    `WITH updated_runs AS (
+       UPDATE ${s}.runs AS r SET ${assignments.join(", ")}
+       FROM ${runs.from}
+       WHERE r.id = x.id
+     ), new_transitions AS (
+       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS})
+       SELECT ${transitions.values.join(", ")} FROM ${transitions.from}
+     ), upserted_waits AS (
+       INSERT INTO ${s}.waits (${WAIT_LIST})
+       SELECT ${waits.values.join(", ")} FROM ${waits.from}
+       ON CONFLICT (run_id, id) DO UPDATE SET
+         ${WAIT_COLUMNS.slice(2)
+           .map((c) => `${c} = excluded.${c}`)
+           .join(", ")}
+     ), upserted_signals AS (
+       INSERT INTO ${s}.signals (${SIGNAL_LIST})
+       SELECT ${signals.values.join(", ")} FROM ${signals.from}
+       ON CONFLICT (run_id, message_id) DO UPDATE SET consumed_by = excluded.consumed_by
+     )
+     SELECT count(pg_notify($${channel}, wake))::integer AS sent FROM unnest($${channel + 1}::text[]) AS wake`,
+  );
+}
+
+/** Inserts whole runs (a `continueAsNew` successor); returns the ids written (a taken id or key writes nothing). */
+function insertRuns(s: string): Sql {
+  const runs = unnest(
+    RUN_COLUMN_LIST,
+    RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]),
+    1,
+  );
+  return sql(
+    `INSERT INTO ${s}.runs (${RUN_COLUMNS})
+     SELECT ${runs.values.join(", ")} FROM ${runs.from}
+     ON CONFLICT DO NOTHING
+     RETURNING id`,
+  );
+}
+
 /** The statements of one schema. */
 export interface Statements {
   getRun: Sql;
   /** The run row, locked until the transaction ends (waits for a concurrent writer). */
   lockRun: Sql;
+  /**
+   * The rows a transition into an ended state writes, locked in id order: the run, its parent and
+   * its children that have not ended. See `postgres-waits.ts` for the lock order.
+   */
+  lockEnding: Sql;
+  /** Runs by id, not locked. */
+  getRuns: Sql;
+  /** The run that holds a key: the newest of its `continueAsNew` chain. */
   getRunByKey: Sql;
   getEpoch: Sql;
   createRun: Sql;
+  /** Whole runs ({@link insertRuns}). */
+  insertRuns: Sql;
   notify: Sql;
   claimNext: Sql;
   setLease: Sql;
   renewLeases: Sql;
   listExpired: Sql;
   listRecoverable: Sql;
-  writeTransition: Sql;
+  /** A plan's writes ({@link writePlan}). */
+  writePlan: Sql;
   listTransitions: Sql;
   saveSteps: Sql;
   loadSteps: Sql;
+  /** Every wait of a run, in (seq, id) order. */
+  loadWaits: Sql;
+  loadWait: Sql;
+  /** The open waits of a run ($1) and its parent's ($2) open child wait on it, in (seq, id) order. */
+  loadEndWaits: Sql;
+  /** A run's open signal waits of one name, in (seq, id) order. */
+  openSignalWaits: Sql;
+  /** The due open waits, locking their runs (skipping runs another transaction holds). */
+  pickDue: Sql;
+  /** The open waits of these runs due at $2, at most $3. */
+  dueWaits: Sql;
+  nextDueAt: Sql;
+  listStopRequested: Sql;
+  /** A run's inbox, in arrival order. */
+  listSignals: Sql;
+  /** A run's unconsumed signals, in arrival order. */
+  loadInbox: Sql;
+  getSignal: Sql;
   /** The runs matching this WHERE clause (may be empty), newest first, paged by the last two parameters. */
   listRuns(where: string, limitParam: number): Sql;
 }
@@ -62,10 +266,26 @@ export interface Statements {
 /** The statements of `schema` (unquoted). */
 export function statements(schema: string): Statements {
   const s = quoteIdent(schema);
+  const runParams = RUN_COLUMN_LIST.map((_, i) => `$${i + 1}`).join(", ");
+  const t = RUN_COLUMN_LIST.length;
   return {
     getRun: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = $1`),
     lockRun: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = $1 FOR UPDATE`),
-    getRunByKey: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE agent = $1 AND workflow = $2 AND run_key = $3`),
+    // LockRows runs above the sort, so the rows are locked in id order. A child that ends while
+    // this waits for its lock is re-checked and left out.
+    lockEnding: sql(
+      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
+       WHERE id = $1
+          OR id = (SELECT parent_run_id FROM ${s}.runs WHERE id = $1)
+          OR (parent_run_id = $1 AND state NOT IN (${ENDED_LIST}))
+       ORDER BY id
+       FOR UPDATE`,
+    ),
+    getRuns: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = ANY ($1::text[])`),
+    getRunByKey: sql(
+      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
+       WHERE agent = $1 AND workflow = $2 AND run_key = $3 AND continued_to IS NULL`,
+    ),
     getEpoch: sql(`SELECT epoch FROM ${s}.runs WHERE id = $1`),
     // The run and its first transition in one statement. ON CONFLICT without a target covers both
     // the primary key and the (agent, workflow, key) index; on a conflict nothing is written and
@@ -74,20 +294,22 @@ export function statements(schema: string): Statements {
     createRun: sql(
       `WITH run AS (
          INSERT INTO ${s}.runs (${RUN_COLUMNS})
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18)
+         VALUES (${runParams})
          ON CONFLICT DO NOTHING
          RETURNING id
        )
        INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS})
-       SELECT run.id, $19::integer, $20::bigint, $21::text, $22::text, $23::text, $24::text, $25::text, $26::text, $27::json
+       SELECT run.id, $${t + 1}::integer, $${t + 2}::bigint, $${t + 3}::text, $${t + 4}::text, $${t + 5}::text,
+         $${t + 6}::text, $${t + 7}::text, $${t + 8}::text, $${t + 9}::json
        FROM run
        RETURNING run_id`,
     ),
+    insertRuns: insertRuns(s),
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
     // SKIP LOCKED: a run another worker is claiming right now is passed over, not waited for.
     claimNext: sql(
       `SELECT ${RUN_COLUMNS} FROM ${s}.runs
-       WHERE state IN ('PENDING', 'RESUMING')
+       WHERE state IN (${RUNNABLE_LIST})
          AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1)
          AND ($2::text[] IS NULL OR agent = ANY ($2::text[]))
        ORDER BY created_at, id
@@ -98,12 +320,16 @@ export function statements(schema: string): Statements {
       `UPDATE ${s}.runs SET epoch = $2, lease_owner = $3, lease_expires_at = $4, updated_at = $5 WHERE id = $1`,
     ),
     // One statement for the whole batch. A renewal only matters to the worker that made it, so it
-    // commits without waiting for the WAL flush (see the durability option).
+    // commits without waiting for the WAL flush (see the durability option). The rows are locked
+    // in id order first (`locked` yields each row, locked, before the update can reach it), the
+    // order every statement that locks several runs keeps, so a renewal never deadlocks with the
+    // end of a run whose parent or child the same worker holds.
     renewLeases: sql(
-      `WITH commit_level AS (SELECT set_config('synchronous_commit', 'off', true))
+      `WITH commit_level AS (SELECT set_config('synchronous_commit', 'off', true)),
+       locked AS (SELECT id FROM ${s}.runs WHERE id = ANY ($2::text[]) ORDER BY id FOR NO KEY UPDATE)
        UPDATE ${s}.runs AS r SET lease_expires_at = $1
-       FROM unnest($2::text[], $3::integer[]) AS x (id, epoch), commit_level
-       WHERE r.id = x.id AND r.epoch = x.epoch AND r.lease_owner = $4
+       FROM unnest($2::text[], $3::integer[]) AS x (id, epoch), commit_level, locked
+       WHERE r.id = x.id AND locked.id = x.id AND r.epoch = x.epoch AND r.lease_owner = $4
        RETURNING r.id`,
     ),
     listExpired: sql(
@@ -115,22 +341,7 @@ export function statements(schema: string): Statements {
     listRecoverable: sql(
       `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE state = 'INTERRUPTED' AND recoveries < $1 ORDER BY updated_at, id LIMIT $2`,
     ),
-    // The run update and its transition in one statement. Only the JSON columns a patch names are
-    // rewritten, so a transition sends no output or error it does not change.
-    writeTransition: sql(
-      `WITH run AS (
-         UPDATE ${s}.runs SET state = $2, paused_reason = $3,
-           output = CASE WHEN $4::boolean THEN $5::json ELSE output END,
-           error = CASE WHEN $6::boolean THEN $7::json ELSE error END,
-           epoch = $8, lease_owner = $9, lease_expires_at = $10, recoveries = $11, last_transition_id = $12,
-           updated_at = $13
-         WHERE id = $1
-         RETURNING id
-       )
-       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS})
-       SELECT run.id, $14::integer, $15::bigint, $16::text, $17::text, $18::text, $19::text, $20::text, $21::text, $22::json
-       FROM run`,
-    ),
+    writePlan: writePlan(s),
     listTransitions: sql(`SELECT ${TRANSITION_COLUMNS} FROM ${s}.transitions WHERE run_id = $1 ORDER BY id`),
     // Inside a transaction the notification goes out when it commits; outside, at once.
     notify: sql("SELECT pg_notify($1, $2)"),
@@ -157,6 +368,45 @@ export function statements(schema: string): Statements {
        RETURNING seq`,
     ),
     loadSteps: sql(`SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1 ORDER BY seq`),
+    loadWaits: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 ORDER BY seq, id`),
+    loadWait: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 AND id = $2`),
+    loadEndWaits: sql(
+      `SELECT ${WAIT_LIST} FROM ${s}.waits
+       WHERE status = 'open' AND (run_id = $1 OR (run_id = $2 AND kind = 'child' AND name = $1))
+       ORDER BY seq, id`,
+    ),
+    openSignalWaits: sql(
+      `SELECT ${WAIT_LIST} FROM ${s}.waits
+       WHERE run_id = $1 AND status = 'open' AND kind = 'signal' AND name = $2
+       ORDER BY seq, id`,
+    ),
+    // LIMIT counts locked rows only: a skipped run does not use up the batch. Ordered by due_at
+    // alone, so the rows come in `waits_due` order and a backlog of due waits is not sorted whole.
+    pickDue: sql(
+      `SELECT ${RUN_COLUMN_LIST.map((c) => `r.${c}`).join(", ")}
+       FROM ${s}.waits AS w JOIN ${s}.runs AS r ON r.id = w.run_id
+       WHERE w.status = 'open' AND w.due_at IS NOT NULL AND w.due_at <= $1
+       ORDER BY w.due_at
+       LIMIT $2
+       FOR UPDATE OF r SKIP LOCKED`,
+    ),
+    dueWaits: sql(
+      `SELECT ${WAIT_LIST} FROM ${s}.waits
+       WHERE run_id = ANY ($1::text[]) AND status = 'open' AND due_at IS NOT NULL AND due_at <= $2
+       ORDER BY due_at, run_id, id
+       LIMIT $3`,
+    ),
+    nextDueAt: sql(`SELECT min(due_at) AS next FROM ${s}.waits WHERE status = 'open' AND due_at IS NOT NULL`),
+    listStopRequested: sql(
+      `SELECT id FROM ${s}.runs
+       WHERE stop_request IS NOT NULL AND state NOT IN (${ENDED_LIST}) AND lease_owner = $1
+       ORDER BY created_at, id`,
+    ),
+    listSignals: sql(`SELECT ${SIGNAL_LIST} FROM ${s}.signals WHERE run_id = $1 ORDER BY arrival`),
+    loadInbox: sql(
+      `SELECT ${SIGNAL_LIST} FROM ${s}.signals WHERE run_id = $1 AND consumed_by IS NULL ORDER BY arrival`,
+    ),
+    getSignal: sql(`SELECT ${SIGNAL_LIST} FROM ${s}.signals WHERE run_id = $1 AND message_id = $2`),
     listRuns: (where, limitParam) =>
       sql(
         `SELECT ${RUN_COLUMNS} FROM ${s}.runs ${where ? `WHERE ${where}` : ""}

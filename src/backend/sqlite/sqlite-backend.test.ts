@@ -1,15 +1,30 @@
 import { execFile } from "node:child_process";
 import { randomUUID } from "node:crypto";
-import { rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, relative, sep } from "node:path";
+import { dirname, join, relative, sep } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { LeaseLostError, StorageError } from "../../core/errors.ts";
 import type { RunRecord } from "../../core/records.ts";
 import { runBackendConformance } from "../conformance/backend-conformance.ts";
-import { fullStep, LEASE_MS, move, runInput, startedStep, T0 } from "../conformance/conformance-fixtures.ts";
+import {
+  fullStep,
+  LEASE_MS,
+  move,
+  runInput,
+  runningRun,
+  signalTo,
+  startedStep,
+  stopOf,
+  suspendRequest,
+  T0,
+  waitRecord,
+} from "../conformance/conformance-fixtures.ts";
+import { transitionParams } from "../sql-rows.ts";
+import { pendingRun } from "../transition-rules.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
+import { SCHEMA_V1 } from "./sqlite-schema.ts";
 
 const tmpRoot = join(tmpdir(), "cairn-sqlite-tests");
 
@@ -188,6 +203,46 @@ process.stdout.write(JSON.stringify(got));
     expect(backend.synchronous).toBe("FULL");
   });
 
+  it("fsyncs every write of waits, signals and stops in machine mode", async () => {
+    const backend = await open();
+    const run = await runningRun(backend);
+    const relax = () =>
+      backend.saveSteps([startedStep(run.id, 9, run.epoch)], { epoch: run.epoch, sync: false }).then(() => {
+        expect(backend.synchronous).toBe("NORMAL");
+      });
+    const writes: Array<() => Promise<unknown>> = [
+      () => backend.suspend(suspendRequest(run, [waitRecord(run.id, 1, { dueAt: T0 + 500 })])),
+      () => backend.deliverSignal(signalTo(run.id, "other", "m1")),
+      () => backend.fireDueWaits(T0 + 1_000, 10),
+      () => backend.requestStop(stopOf(run.id, "cancel")),
+    ];
+    for (const write of writes) {
+      await relax();
+      await write();
+      expect(backend.synchronous).toBe("FULL");
+    }
+  });
+
+  it("keeps a run's signals in arrival order, whatever their times, through consumption and reopening", async () => {
+    const first = await open();
+    const run = await runningRun(first);
+    for (const [i, at] of [T0 + 300, T0 + 100, T0 + 200].entries()) {
+      await first.deliverSignal(signalTo(run.id, i === 1 ? "approved" : "other", `m${i}`, { at }));
+    }
+    // The second signal is consumed (an upsert of its row) by the wait that takes it.
+    const result = await first.suspend(suspendRequest(run, [waitRecord(run.id, 1)]));
+    expect(result).toMatchObject({ paused: false, resolved: [{ id: "w1", resolution: { messageId: "m1" } }] });
+    const order = (await first.listSignals(run.id)).map((s) => [s.messageId, s.consumedBy]);
+    expect(order).toStrictEqual([
+      ["m0", null],
+      ["m1", "w1"],
+      ["m2", null],
+    ]);
+    await first.close();
+    const second = await open({ path: first.path });
+    expect((await second.listSignals(run.id)).map((s) => [s.messageId, s.consumedBy])).toStrictEqual(order);
+  });
+
   it("never fsyncs on commit in process mode", async () => {
     const backend = await open({ durability: "process" });
     expect(backend.synchronous).toBe("NORMAL");
@@ -197,15 +252,74 @@ process.stdout.write(JSON.stringify(got));
     expect(backend.synchronous).toBe("NORMAL");
   });
 
-  it("uses WAL, foreign keys and records schema version 1", async () => {
+  it("uses WAL, foreign keys and records schema version 2", async () => {
     const backend = await open();
     const raw = new Database(backend.path, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("1");
+      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("2");
     } finally {
       raw.close();
     }
+  });
+
+  it("migrates a version 1 file to version 2, keeping its runs", async () => {
+    const path = tempPath();
+    paths.push(path);
+    mkdirSync(dirname(path), { recursive: true });
+    const v1 = new Database(path);
+    v1.pragma("journal_mode = WAL");
+    v1.exec(SCHEMA_V1);
+    v1.prepare("INSERT INTO cairn_meta (key, value) VALUES ('schema_version', '1')").run();
+    const { run, transition } = pendingRun(runInput({ key: "k" }));
+    v1.prepare(
+      `INSERT INTO runs (id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch, lease_owner,
+         lease_expires_at, recoveries, last_transition_id, versions, meta, created_at, updated_at)
+       VALUES (?, ?, ?, ?, 'PENDING', NULL, ?, NULL, NULL, 0, NULL, NULL, 0, 1, ?, ?, ?, ?)`,
+    ).run(
+      run.id,
+      run.agent,
+      run.workflow,
+      run.key,
+      JSON.stringify(run.input),
+      JSON.stringify(run.versions),
+      JSON.stringify(run.meta),
+      run.createdAt,
+      run.updatedAt,
+    );
+    v1.prepare(
+      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    ).run(...transitionParams(transition));
+    v1.close();
+
+    const backend = await open({ path });
+    const migrated = await backend.getRun(run.id);
+    expect(migrated).toStrictEqual(run);
+    expect(migrated).toMatchObject({
+      parentRunId: null,
+      parentClosePolicy: null,
+      stopRequest: undefined,
+      continuedFrom: null,
+      continuedTo: null,
+    });
+    expect(await backend.listTransitions(run.id)).toStrictEqual([transition]);
+    expect((await backend.createRun(runInput({ key: "k" }))).created).toBe(false);
+    expect(await backend.loadWaits(run.id)).toStrictEqual([]);
+    expect(await backend.listSignals(run.id)).toStrictEqual([]);
+    const raw = new Database(path, { readonly: true });
+    try {
+      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("2");
+      // The key index leaves continued runs out, so that a continueAsNew successor takes the key over.
+      expect(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'runs_by_key'").pluck().get()).toMatch(
+        /WHERE run_key IS NOT NULL AND continued_to IS NULL/,
+      );
+    } finally {
+      raw.close();
+    }
+    // Opening it again migrates nothing more.
+    await backend.close();
+    expect(await (await open({ path })).getRun(run.id)).toStrictEqual(run);
   });
 
   it("creates the parent directory when it is missing", async () => {
@@ -218,12 +332,12 @@ process.stdout.write(JSON.stringify(got));
     const first = await open();
     await first.close();
     const raw = new Database(first.path);
-    raw.prepare("UPDATE cairn_meta SET value = '2' WHERE key = 'schema_version'").run();
+    raw.prepare("UPDATE cairn_meta SET value = '3' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await new SqliteBackend({ path: first.path }).init().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StorageError);
     expect((error as Error).message).toContain(first.path);
-    expect((error as Error).message).toMatch(/schema version 2.*upgrade Cairn/);
+    expect((error as Error).message).toMatch(/schema version 3.*upgrade Cairn/);
   });
 
   it("wraps an unusable path in a StorageError that names it", async () => {

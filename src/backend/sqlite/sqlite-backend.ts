@@ -2,26 +2,26 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { StorageError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
+import type { RunRecord, SignalRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type {
   ClaimRequest,
   CreateRunInput,
   RenewRequest,
+  ResolveWaitRequest,
+  ResolveWaitResult,
   RunFilter,
   RuntimeBackend,
+  SignalRequest,
+  SignalResult,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
   TransitionRequest,
 } from "../backend.ts";
 import { toStorageError } from "./sqlite-errors.ts";
-import { migrate, type RunRow, rowToRun, rowToStep, rowToTransition } from "./sqlite-schema.ts";
-import {
-  type Db,
-  prepareStatements,
-  prepareTransactions,
-  type Statements,
-  type Stmt,
-  saveStepFenced,
-  type Transactions,
-} from "./sqlite-statements.ts";
+import { migrate, type RunRow, rowToRun, rowToSignal, rowToStep, rowToTransition, rowToWait } from "./sqlite-schema.ts";
+import { type Db, prepareStatements, type Statements, type Stmt, saveStepFenced } from "./sqlite-statements.ts";
+import { prepareTransactions, type Transactions } from "./sqlite-transactions.ts";
 
 /** Options of {@link SqliteBackend}. */
 export interface SqliteBackendOptions {
@@ -32,8 +32,9 @@ export interface SqliteBackendOptions {
   path: string;
   /**
    * What a committed checkpoint survives. `"machine"`: a power loss or kernel crash, because
-   * every completed step, transition, claim and new run is fsynced (`synchronous=FULL`); start
-   * records, heartbeats and lease renewals ride on cheaper commits that a later fsync covers. `"process"`: a crash of the process only; nothing
+   * every completed step, transition, claim and new run, and every write of waits, signals and
+   * stops is fsynced (`synchronous=FULL`); start records, heartbeats and lease renewals ride on
+   * cheaper commits that a later fsync covers. `"process"`: a crash of the process only; nothing
    * is fsynced on commit (`synchronous=NORMAL` throughout), which is several times faster.
    * @default "machine"
    */
@@ -149,6 +150,10 @@ export class SqliteBackend implements RuntimeBackend {
         where.push("agent = @agent");
         params.agent = filter.agent;
       }
+      if (filter.parentRunId !== undefined) {
+        where.push("parent_run_id = @parentRunId");
+        params.parentRunId = filter.parentRunId;
+      }
       if (filter.workflow !== undefined) {
         where.push("workflow = @workflow");
         params.workflow = filter.workflow;
@@ -214,6 +219,65 @@ export class SqliteBackend implements RuntimeBackend {
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const { s } = this.#open();
     return this.#read("loadSteps", () => s.loadSteps.all(runId).map(rowToStep));
+  }
+
+  async suspend(request: SuspendRequest): Promise<SuspendResult> {
+    const { tx } = this.#open();
+    return this.#write(true, "suspend", () => tx.suspend.immediate(request));
+  }
+
+  async loadWaits(runId: string): Promise<WaitRecord[]> {
+    const { s } = this.#open();
+    return this.#read("loadWaits", () => s.listWaits.all(runId).map(rowToWait));
+  }
+
+  async resolveWait(request: ResolveWaitRequest): Promise<ResolveWaitResult> {
+    const { tx } = this.#open();
+    // What `decide` throws is its refusal, not a storage failure: it reaches the caller as thrown.
+    let refusal: { error: unknown } | undefined;
+    const decide: ResolveWaitRequest["decide"] = (wait, run) => {
+      try {
+        return request.decide(wait, run);
+      } catch (error) {
+        refusal = { error };
+        throw error;
+      }
+    };
+    try {
+      return this.#write(true, "resolveWait", () => tx.resolveWait.immediate({ ...request, decide }));
+    } catch (error) {
+      throw refusal ? refusal.error : error;
+    }
+  }
+
+  async deliverSignal(request: SignalRequest): Promise<SignalResult> {
+    const { tx } = this.#open();
+    return this.#write(true, "deliverSignal", () => tx.deliverSignal.immediate(request));
+  }
+
+  async listSignals(runId: string): Promise<SignalRecord[]> {
+    const { s } = this.#open();
+    return this.#read("listSignals", () => s.listSignals.all(runId).map(rowToSignal));
+  }
+
+  async fireDueWaits(now: number, limit: number): Promise<WaitRecord[]> {
+    const { tx } = this.#open();
+    return this.#write(true, "fireDueWaits", () => tx.fireDueWaits.immediate(now, limit));
+  }
+
+  async nextDueAt(): Promise<number | null> {
+    const { s } = this.#open();
+    return this.#read("nextDueAt", () => s.nextDueAt.get() ?? null);
+  }
+
+  async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
+    const { tx } = this.#open();
+    return this.#write(true, "requestStop", () => tx.requestStop.immediate(request));
+  }
+
+  async listStopRequested(workerId: string): Promise<string[]> {
+    const { s } = this.#open();
+    return this.#read("listStopRequested", () => s.listStopRequested.all(workerId));
   }
 
   #open(): { db: Db; s: Statements; tx: Transactions } {

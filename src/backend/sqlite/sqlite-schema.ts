@@ -5,24 +5,36 @@ import { stepValues } from "../sql-rows.ts";
 
 export {
   encode,
+  RUN_COLUMNS,
   type RunRow,
   rowToRun,
+  rowToSignal,
   rowToStep,
   rowToTransition,
+  rowToWait,
+  runValues,
+  SIGNAL_COLUMNS,
+  type SignalRow,
   type StepRow,
+  signalValues,
   type TransitionRow,
   transitionParams,
+  WAIT_COLUMNS,
+  type WaitRow,
+  waitValues,
 } from "../sql-rows.ts";
 
 /**
- * The SQLite schema. One row per run, per transition and per step (DESIGN §7); JSON payloads
- * are TEXT columns; the rows map to records as in every SQL backend (`../sql-rows.ts`).
+ * The SQLite schema. One row per run, per transition, per step, per wait and per signal
+ * (DESIGN §7); JSON payloads are TEXT columns; the rows map to records as in every SQL backend
+ * (`../sql-rows.ts`). Each version is a migration on top of the one before, applied in one
+ * transaction; a released version's DDL never changes.
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
 
-/** DDL of schema version 1; every statement is idempotent. */
+/** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
 CREATE TABLE IF NOT EXISTS cairn_meta (
   key   TEXT PRIMARY KEY,
@@ -89,6 +101,57 @@ CREATE TABLE IF NOT EXISTS steps (
 `;
 
 /**
+ * Schema version 2, on top of version 1: waits, signals and stops (parent and child runs,
+ * `continueAsNew`). The key index leaves out runs that were continued, so a successor takes the
+ * key over. Signals keep their arrival order in `arrival`, an alias of the rowid (which, unlike
+ * an implicit rowid, VACUUM keeps).
+ */
+export const MIGRATION_V2 = `
+ALTER TABLE runs ADD COLUMN parent_run_id TEXT;
+ALTER TABLE runs ADD COLUMN parent_close_policy TEXT;
+ALTER TABLE runs ADD COLUMN stop_request TEXT;
+ALTER TABLE runs ADD COLUMN continued_from TEXT;
+ALTER TABLE runs ADD COLUMN continued_to TEXT;
+DROP INDEX IF EXISTS runs_by_key;
+CREATE UNIQUE INDEX runs_by_key ON runs (agent, workflow, run_key) WHERE run_key IS NOT NULL AND continued_to IS NULL;
+CREATE INDEX runs_by_parent ON runs (parent_run_id) WHERE parent_run_id IS NOT NULL;
+CREATE INDEX runs_stop_requested ON runs (lease_owner) WHERE stop_request IS NOT NULL;
+
+CREATE TABLE waits (
+  run_id     TEXT NOT NULL REFERENCES runs (id),
+  id         TEXT NOT NULL,
+  seq        INTEGER NOT NULL,
+  kind       TEXT NOT NULL,
+  name       TEXT NOT NULL,
+  status     TEXT NOT NULL,
+  details    TEXT NOT NULL,
+  due_at     INTEGER,
+  resolution TEXT,
+  created_at INTEGER NOT NULL,
+  PRIMARY KEY (run_id, id)
+) WITHOUT ROWID;
+CREATE INDEX waits_due ON waits (due_at) WHERE status = 'open' AND due_at IS NOT NULL;
+CREATE INDEX waits_by_status ON waits (run_id, status);
+
+CREATE TABLE signals (
+  arrival     INTEGER PRIMARY KEY,
+  run_id      TEXT NOT NULL REFERENCES runs (id),
+  message_id  TEXT NOT NULL,
+  name        TEXT NOT NULL,
+  payload     TEXT NOT NULL,
+  received_at INTEGER NOT NULL,
+  consumed_by TEXT,
+  UNIQUE (run_id, message_id)
+);
+`;
+
+/** Every schema version and the DDL that brings the version before it there, in order. */
+const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
+  { version: 1, sql: SCHEMA_V1 },
+  { version: 2, sql: MIGRATION_V2 },
+];
+
+/**
  * The positional parameters of the fenced step upsert: the step's columns in table order (with
  * `epoch` being the writer's), then the run id and epoch of the fence.
  */
@@ -96,7 +159,10 @@ export function stepParams(step: StepRecord, epoch: number): unknown[] {
   return [step.runId, ...stepValues(step), epoch, step.runId, epoch];
 }
 
-/** Creates schema version 1 on a new file, accepts it on an existing one, refuses a newer one. */
+/**
+ * Brings the file to {@link SCHEMA_VERSION} in one transaction: a new file gets every migration,
+ * an older one the migrations it lacks; a file of a newer version is refused.
+ */
 export function migrate(db: Database.Database, file: string): void {
   db.transaction(() => {
     db.exec("CREATE TABLE IF NOT EXISTS cairn_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID");
@@ -107,9 +173,12 @@ export function migrate(db: Database.Database, file: string): void {
         `"${file}" has Cairn schema version ${row?.value}, newer than this version of Cairn understands (${SCHEMA_VERSION}); upgrade Cairn or use another file`,
       );
     }
-    db.exec(SCHEMA_V1);
-    if (found === undefined) {
-      db.prepare("INSERT INTO cairn_meta (key, value) VALUES ('schema_version', ?)").run(String(SCHEMA_VERSION));
+    if (found === SCHEMA_VERSION) return;
+    for (const migration of MIGRATIONS) {
+      if (found === undefined || migration.version > found) db.exec(migration.sql);
     }
+    db.prepare("INSERT OR REPLACE INTO cairn_meta (key, value) VALUES ('schema_version', ?)").run(
+      String(SCHEMA_VERSION),
+    );
   }).immediate();
 }

@@ -1,23 +1,24 @@
 import type Database from "better-sqlite3";
-import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../core/records.ts";
-import { OWNED_STATES } from "../../core/run-state.ts";
-import type { ClaimRequest, CreateRunInput, RenewRequest, TransitionRequest } from "../backend.ts";
-import { applyTransition, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { LeaseLostError } from "../../core/errors.ts";
+import type { StepRecord } from "../../core/records.ts";
+import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
+import { RUNNABLE_STATES } from "../transition-rules.ts";
+import { hasEnded } from "../wait-rules.ts";
 import {
-  encode,
+  RUN_COLUMNS,
   type RunRow,
-  rowToRun,
+  SIGNAL_COLUMNS,
+  type SignalRow,
   type StepRow,
   stepParams,
   type TransitionRow,
-  transitionParams,
+  WAIT_COLUMNS,
+  type WaitRow,
 } from "./sqlite-schema.ts";
 
 /**
- * The SQL of `SqliteBackend`: every statement is prepared once per connection, and every
- * multi-statement write is one better-sqlite3 transaction that the backend runs with
- * `.immediate` (BEGIN IMMEDIATE), so it holds the write lock from its first read.
+ * The SQL of `SqliteBackend`: every statement is prepared once per connection (the writes that
+ * take several of them are in `sqlite-transactions.ts`).
  */
 
 /** A better-sqlite3 connection. */
@@ -25,34 +26,58 @@ export type Db = Database.Database;
 /** A prepared statement. */
 export type Stmt<P extends unknown[] = unknown[], R = unknown> = Database.Statement<P, R>;
 
-const OWNED_LIST = [...OWNED_STATES].map((s) => `'${s}'`).join(", ");
+/** `'A', 'B'` for an IN list of states (constants, never user input). */
+function stateList(states: Iterable<string>): string {
+  return [...states].map((s) => `'${s}'`).join(", ");
+}
+
+const OWNED_LIST = stateList(OWNED_STATES);
+const RUNNABLE_LIST = stateList(RUNNABLE_STATES);
+/** States in which a run has ended for its waits, its parent and its children (`hasEnded`). */
+const ENDED_LIST = stateList([...TERMINAL_STATES].filter(hasEnded));
 
 /** The prepared statements of one connection. */
 export interface Statements {
   getRun: Stmt<[string], RunRow>;
+  /** The run that holds a key now: a run that was continued handed the key to its successor. */
   getRunByKey: Stmt<[string, string, string], RunRow>;
   runExists: Stmt<[string], { id: string }>;
   getEpoch: Stmt<[string], { epoch: number }>;
+  /** Every column, in `RUN_COLUMNS` order (`runValues`). */
   insertRun: Stmt;
-  insertTransition: Stmt;
+  /** Every column but `id`, then `id` (`runValues(run).slice(1)`, `run.id`). */
   updateRun: Stmt;
+  insertTransition: Stmt;
   claimNext: Stmt<[number, string | null, string | null], RunRow>;
   setLease: Stmt;
   renewLease: Stmt<[number, string, number, string]>;
   listExpired: Stmt<[number, number], RunRow>;
   listRecoverable: Stmt<[number, number], RunRow>;
+  /** Children of a run that have not ended, oldest first. */
+  openChildren: Stmt<[string], RunRow>;
+  listStopRequested: Stmt<[string], string>;
   listTransitions: Stmt<[string], TransitionRow>;
   saveStep: Stmt;
   loadSteps: Stmt<[string], StepRow>;
-}
-
-/** The multi-statement writes of one connection; the backend calls each with `.immediate`. */
-export interface Transactions {
-  createRun: Database.Transaction<(input: CreateRunInput) => { run: RunRecord; created: boolean }>;
-  claim: Database.Transaction<(request: ClaimRequest) => RunRecord | undefined>;
-  renew: Database.Transaction<(request: RenewRequest) => string[]>;
-  transition: Database.Transaction<(request: TransitionRequest) => { run: RunRecord; transition: TransitionRecord }>;
-  saveSteps: Database.Transaction<(steps: readonly StepRecord[], epoch: number) => void>;
+  getWait: Stmt<[string, string], WaitRow>;
+  /** A run's waits in (seq, id) order. */
+  listWaits: Stmt<[string], WaitRow>;
+  openWaits: Stmt<[string], WaitRow>;
+  /** A run's open signal waits of one name, in (seq, id) order. */
+  openSignalWaits: Stmt<[string, string], WaitRow>;
+  /** The parent's open `child` wait on a child run (parent id, child id). */
+  openChildWait: Stmt<[string, string], WaitRow>;
+  /** Open waits due at a time, soonest first (now, limit). */
+  dueWaits: Stmt<[number, number], WaitRow>;
+  nextDueAt: Stmt<[], number | null>;
+  /** Values in `WAIT_COLUMNS` order. */
+  upsertWait: Stmt;
+  getSignal: Stmt<[string, string], SignalRow>;
+  /** A run's inbox in arrival order. */
+  listSignals: Stmt<[string], SignalRow>;
+  unconsumedSignals: Stmt<[string], SignalRow>;
+  /** Values in `SIGNAL_COLUMNS` order; a signal stored already keeps its place and gets `consumed_by`. */
+  upsertSignal: Stmt;
 }
 
 /**
@@ -68,35 +93,31 @@ export function saveStepFenced(s: Statements, step: StepRecord, epoch: number): 
   );
 }
 
+const placeholders = (columns: readonly string[]): string => columns.map(() => "?").join(", ");
+
 /** Prepares the statements once per connection (in `init`) for reuse by every call. */
 export function prepareStatements(db: Db): Statements {
   return {
     getRun: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE id = ?"),
+    // The terms match the partial index runs_by_key, which SQLite then uses.
     getRunByKey: db.prepare<[string, string, string], RunRow>(
-      "SELECT * FROM runs WHERE agent = ? AND workflow = ? AND run_key = ?",
+      "SELECT * FROM runs WHERE agent = ? AND workflow = ? AND run_key = ? AND continued_to IS NULL",
     ),
     runExists: db.prepare<[string], { id: string }>("SELECT id FROM runs WHERE id = ?"),
     getEpoch: db.prepare<[string], { epoch: number }>("SELECT epoch FROM runs WHERE id = ?"),
-    insertRun: db.prepare(
-      `INSERT INTO runs (id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch,
-         lease_owner, lease_expires_at, recoveries, last_transition_id, versions, meta, created_at, updated_at)
-       VALUES (?, ?, ?, ?, 'PENDING', NULL, ?, NULL, NULL, 0, NULL, NULL, 0, 1, ?, ?, ?, ?)`,
+    insertRun: db.prepare(`INSERT INTO runs (${RUN_COLUMNS.join(", ")}) VALUES (${placeholders(RUN_COLUMNS)})`),
+    updateRun: db.prepare(
+      `UPDATE runs SET ${RUN_COLUMNS.slice(1)
+        .map((c) => `${c} = ?`)
+        .join(", ")} WHERE id = ?`,
     ),
     insertTransition: db.prepare(
       `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions)
        VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     ),
-    // Only the JSON columns a patch names are rewritten, so a transition stringifies nothing else.
-    updateRun: db.prepare(
-      `UPDATE runs SET state = ?, paused_reason = ?,
-         output = CASE WHEN ? THEN ? ELSE output END,
-         error = CASE WHEN ? THEN ? ELSE error END,
-         epoch = ?, lease_owner = ?, lease_expires_at = ?, recoveries = ?, last_transition_id = ?, updated_at = ?
-       WHERE id = ?`,
-    ),
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
     claimNext: db.prepare<[number, string | null, string | null], RunRow>(
-      `SELECT * FROM runs WHERE state IN ('PENDING', 'RESUMING')
+      `SELECT * FROM runs WHERE state IN (${RUNNABLE_LIST})
          AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= ?)
          AND (? IS NULL OR agent IN (SELECT value FROM json_each(?)))
        ORDER BY created_at, id LIMIT 1`,
@@ -114,6 +135,15 @@ export function prepareStatements(db: Db): Statements {
     listRecoverable: db.prepare<[number, number], RunRow>(
       "SELECT * FROM runs WHERE state = 'INTERRUPTED' AND recoveries < ? ORDER BY updated_at, id LIMIT ?",
     ),
+    openChildren: db.prepare<[string], RunRow>(
+      `SELECT * FROM runs WHERE parent_run_id = ? AND state NOT IN (${ENDED_LIST}) ORDER BY created_at, id`,
+    ),
+    // The terms match the partial index runs_stop_requested.
+    listStopRequested: db
+      .prepare<[string], string>(
+        "SELECT id FROM runs WHERE lease_owner = ? AND stop_request IS NOT NULL ORDER BY created_at, id",
+      )
+      .pluck(),
     listTransitions: db.prepare<[string], TransitionRow>("SELECT * FROM transitions WHERE run_id = ? ORDER BY id"),
     // The fence and the write are one statement, hence one transaction: the row is written only
     // while the run is at the writer's epoch, and the write lock is taken before the check.
@@ -127,81 +157,36 @@ export function prepareStatements(db: Db): Statements {
          started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch`,
     ),
     loadSteps: db.prepare<[string], StepRow>("SELECT * FROM steps WHERE run_id = ? ORDER BY seq"),
-  };
-}
-
-/** The multi-statement writes; each is called with `.immediate` so it takes the write lock first. */
-export function prepareTransactions(db: Db, s: Statements, file: string): Transactions {
-  return {
-    createRun: db.transaction((input: CreateRunInput): { run: RunRecord; created: boolean } => {
-      if (input.key !== null) {
-        const row = s.getRunByKey.get(input.agent, input.workflow, input.key);
-        if (row) return { run: rowToRun(row), created: false };
-      }
-      if (s.runExists.get(input.id)) {
-        throw new InvalidInputError(`run id "${input.id}" already exists in "${file}"; run ids must be unique`);
-      }
-      s.insertRun.run(
-        input.id,
-        input.agent,
-        input.workflow,
-        input.key,
-        JSON.stringify(input.input),
-        JSON.stringify(input.versions),
-        JSON.stringify(input.meta),
-        input.at,
-        input.at,
-      );
-      const { run, transition: first } = pendingRun(input);
-      s.insertTransition.run(...transitionParams(first));
-      return { run, created: true };
-    }),
-    claim: db.transaction((request: ClaimRequest): RunRecord | undefined => {
-      const agents = request.agents === undefined ? null : JSON.stringify(request.agents);
-      const row =
-        request.runId === undefined ? s.claimNext.get(request.now, agents, agents) : s.getRun.get(request.runId);
-      if (!row) return undefined;
-      const run = rowToRun(row);
-      if (!isClaimable(run, request.now, request.agents)) return undefined;
-      const next = claimed(run, request.workerId, request.now, request.leaseMs);
-      s.setLease.run(next.epoch, next.leaseOwner, next.leaseExpiresAt, next.updatedAt, next.id);
-      return next;
-    }),
-    renew: db.transaction((request: RenewRequest): string[] => {
-      const lost: string[] = [];
-      const expiresAt = request.now + request.leaseMs;
-      for (const { runId, epoch } of request.runs) {
-        if (s.renewLease.run(expiresAt, runId, epoch, request.workerId).changes === 0) lost.push(runId);
-      }
-      return lost;
-    }),
-    transition: db.transaction((request: TransitionRequest) => {
-      const row = s.getRun.get(request.runId);
-      const result = applyTransition(row && rowToRun(row), request);
-      const { run } = result;
-      const patch = request.patch ?? {};
-      const setOutput = patch.output !== undefined;
-      const setError = patch.error !== undefined;
-      s.updateRun.run(
-        run.state,
-        run.pausedReason,
-        setOutput ? 1 : 0,
-        setOutput ? encode(patch.output) : null,
-        setError ? 1 : 0,
-        setError ? encode(patch.error ?? undefined) : null,
-        run.epoch,
-        run.leaseOwner,
-        run.leaseExpiresAt,
-        run.recoveries,
-        run.lastTransitionId,
-        run.updatedAt,
-        run.id,
-      );
-      s.insertTransition.run(...transitionParams(result.transition));
-      return result;
-    }),
-    saveSteps: db.transaction((steps: readonly StepRecord[], epoch: number) => {
-      for (const step of steps) saveStepFenced(s, step, epoch);
-    }),
+    getWait: db.prepare<[string, string], WaitRow>("SELECT * FROM waits WHERE run_id = ? AND id = ?"),
+    listWaits: db.prepare<[string], WaitRow>("SELECT * FROM waits WHERE run_id = ? ORDER BY seq, id"),
+    openWaits: db.prepare<[string], WaitRow>(
+      "SELECT * FROM waits WHERE run_id = ? AND status = 'open' ORDER BY seq, id",
+    ),
+    openSignalWaits: db.prepare<[string, string], WaitRow>(
+      "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'signal' AND name = ? ORDER BY seq, id",
+    ),
+    openChildWait: db.prepare<[string, string], WaitRow>(
+      "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'child' AND name = ? ORDER BY seq, id LIMIT 1",
+    ),
+    // The terms match the partial index waits_due.
+    dueWaits: db.prepare<[number, number], WaitRow>(
+      `SELECT * FROM waits WHERE status = 'open' AND due_at IS NOT NULL AND due_at <= ?
+       ORDER BY due_at, run_id, seq, id LIMIT ?`,
+    ),
+    nextDueAt: db
+      .prepare<[], number | null>("SELECT MIN(due_at) FROM waits WHERE status = 'open' AND due_at IS NOT NULL")
+      .pluck(),
+    upsertWait: db.prepare(
+      `INSERT OR REPLACE INTO waits (${WAIT_COLUMNS.join(", ")}) VALUES (${placeholders(WAIT_COLUMNS)})`,
+    ),
+    getSignal: db.prepare<[string, string], SignalRow>("SELECT * FROM signals WHERE run_id = ? AND message_id = ?"),
+    listSignals: db.prepare<[string], SignalRow>("SELECT * FROM signals WHERE run_id = ? ORDER BY arrival"),
+    unconsumedSignals: db.prepare<[string], SignalRow>(
+      "SELECT * FROM signals WHERE run_id = ? AND consumed_by IS NULL ORDER BY arrival",
+    ),
+    upsertSignal: db.prepare(
+      `INSERT INTO signals (${SIGNAL_COLUMNS.join(", ")}) VALUES (${placeholders(SIGNAL_COLUMNS)})
+       ON CONFLICT (run_id, message_id) DO UPDATE SET consumed_by = excluded.consumed_by`,
+    ),
   };
 }

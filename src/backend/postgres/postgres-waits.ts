@@ -1,0 +1,286 @@
+import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type {
+  ResolveWaitRequest,
+  ResolveWaitResult,
+  SignalRequest,
+  SignalResult,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
+  TransitionRequest,
+} from "../backend.ts";
+import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
+import {
+  hasEnded,
+  Plan,
+  planDue,
+  planResolveWait,
+  planSignal,
+  planStop,
+  planSuspend,
+  planTransition,
+} from "../wait-rules.ts";
+import { wakePayload } from "./postgres-listener.ts";
+import {
+  columnArrays,
+  type RunRow,
+  rowToRun,
+  rowToSignal,
+  rowToWait,
+  runValues,
+  type SignalRow,
+  signalValues,
+  transitionParams,
+  type WaitRow,
+  waitValues,
+} from "./postgres-schema.ts";
+import { RUN_JSON_COLUMNS, type Sql, type Statements } from "./postgres-statements.ts";
+
+/**
+ * The operations of `PostgresBackend` that go through the planners of `wait-rules.ts`: a
+ * transition (with what a run's end does), suspend, resolveWait, deliverSignal, fireDueWaits and
+ * requestStop. Each runs inside one transaction on one connection (the caller's `BEGIN … COMMIT`):
+ * it locks the run row with `SELECT … FOR UPDATE`, so operations on one run take turns, loads the
+ * rows the planner names, calls the planner and writes its {@link Plan} with {@link applyPlan},
+ * whose wake-ups `pg_notify` sends when the transaction commits. Every commit is synchronous.
+ *
+ * Lock order: runs are locked in id order whenever a statement locks several. An operation on one
+ * run locks that run only, except:
+ * - A transition into an ended state locks the run, its parent and its children that have not
+ *   ended, in one statement (`lockEnding`), in id order. Id order rather than "parent first" since
+ *   it is a total order every multi-row lock can keep: `renewLeases` locks the runs it renews in id
+ *   order too, so the end of a child and the renewal of its parent by the same worker cannot wait
+ *   for each other either way. (Child ids derived from the parent, `<parentId>.<seq>`, sort after
+ *   their parent, so for those both orders agree.) The parent is locked before its waits are read,
+ *   so a child that ends while its parent pauses on it is seen by one or the other.
+ * - `fireDueWaits` locks several runs with SKIP LOCKED: it never waits, so it is never part of a
+ *   deadlock; a run another transaction holds is left for the next round.
+ * Every later write of these operations (`writePlan`) touches only runs already locked.
+ * Waits and signals are written only under their run's lock, so that lock guards them too.
+ */
+
+/** The connection of the current transaction. */
+export interface PlanContext {
+  query<R = unknown>(statement: Sql, values: unknown[]): Promise<R[]>;
+  readonly statements: Statements;
+  /** The NOTIFY channel of the wake-ups. */
+  readonly channel: string;
+}
+
+/**
+ * An error that must reach the caller as it was thrown (a planner's refusal, the error a
+ * `resolveWait` decision threw), not be reworded as a storage failure.
+ */
+export class PassThrough {
+  constructor(readonly error: unknown) {}
+}
+
+/** Calls a planner; what it throws passes through unchanged. */
+function planned<T>(make: () => T): T {
+  try {
+    return make();
+  } catch (error) {
+    throw new PassThrough(error);
+  }
+}
+
+/** The runs loaded (and locked) by an operation, by id: what {@link applyPlan} compares against. */
+type Loaded = ReadonlyMap<string, RunRecord>;
+
+function byId(runs: readonly RunRecord[]): Map<string, RunRecord> {
+  return new Map(runs.map((run) => [run.id, run]));
+}
+
+async function lockRun(ctx: PlanContext, runId: string): Promise<RunRecord | undefined> {
+  const [row] = await ctx.query<RunRow>(ctx.statements.lockRun, [runId]);
+  return row && rowToRun(row);
+}
+
+/**
+ * `transition`: the run locked and, when `request.to` is an ended state, what `planEnd` needs —
+ * the parent and the open children locked too (see the lock order above), the run's open waits and
+ * the parent's open child wait on it. A successor is inserted in the same transaction.
+ */
+export async function transitionIn(
+  ctx: PlanContext,
+  request: TransitionRequest,
+): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+  if (!hasEnded(request.to)) {
+    const run = await lockRun(ctx, request.runId);
+    const { plan, ...result } = planned(() => planTransition({ run, request }));
+    await applyPlan(ctx, plan, byId(run ? [run] : []));
+    return result;
+  }
+  const rows = (await ctx.query<RunRow>(ctx.statements.lockEnding, [request.runId])).map(rowToRun);
+  const run = rows.find((r) => r.id === request.runId);
+  let end: Parameters<typeof planTransition>[0]["end"];
+  if (run) {
+    const parent = run.parentRunId === null ? undefined : rows.find((r) => r.id === run.parentRunId);
+    const waits = (await ctx.query<WaitRow>(ctx.statements.loadEndWaits, [run.id, parent?.id ?? null])).map(rowToWait);
+    end = {
+      openWaits: waits.filter((w) => w.runId === run.id),
+      parent,
+      parentWait: parent && waits.find((w) => w.runId === parent.id),
+      children: rows.filter((r) => r.parentRunId === run.id),
+    };
+  }
+  const { plan, ...result } = planned(() => planTransition(end ? { run, request, end } : { run, request }));
+  await applyPlan(ctx, plan, byId(rows));
+  return result;
+}
+
+/**
+ * `suspend`: the run locked, its waits, and — for the waits it is blocked on — the unconsumed
+ * signals (only when one of them is a signal wait) and the child runs they name. `planSuspend`
+ * consults the inbox and the children only for those waits, so this is all it can use.
+ */
+export async function suspendIn(ctx: PlanContext, request: SuspendRequest): Promise<SuspendResult> {
+  const run = await lockRun(ctx, request.runId);
+  if (!run) throw new LeaseLostError(`run ${request.runId} does not exist`);
+  const stored = (await ctx.query<WaitRow>(ctx.statements.loadWaits, [run.id])).map(rowToWait);
+  const waits = new Map(stored.map((w) => [w.id, w]));
+  for (const wait of request.waits) if (!waits.has(wait.id)) waits.set(wait.id, wait);
+  const blocked = request.blockedOn
+    .map((id) => waits.get(id))
+    .filter((w): w is WaitRecord => w !== undefined && w.status === "open");
+  const inbox = blocked.some((w) => w.kind === "signal")
+    ? (await ctx.query<SignalRow>(ctx.statements.loadInbox, [run.id])).map(rowToSignal)
+    : [];
+  const childIds = blocked.filter((w) => w.kind === "child").map((w) => w.name);
+  const children =
+    childIds.length === 0 ? [] : (await ctx.query<RunRow>(ctx.statements.getRuns, [childIds])).map(rowToRun);
+  const { plan, result } = planned(() => planSuspend({ run, request, stored, inbox, children }));
+  await applyPlan(ctx, plan, byId([run]));
+  return structuredClone(result) as SuspendResult;
+}
+
+/** `resolveWait`: the run locked and the wait; `decide` runs inside the transaction. */
+export async function resolveWaitIn(ctx: PlanContext, request: ResolveWaitRequest): Promise<ResolveWaitResult> {
+  const run = await lockRun(ctx, request.runId);
+  const [row] = run ? await ctx.query<WaitRow>(ctx.statements.loadWait, [run.id, request.waitId]) : [];
+  const { plan, ...result } = planned(() => planResolveWait({ run, wait: row && rowToWait(row), request }));
+  await applyPlan(ctx, plan, byId(run ? [run] : []));
+  return structuredClone(result);
+}
+
+/** `deliverSignal`: the run locked, the inbox entry with the same message id, the open signal waits of the name. */
+export async function deliverSignalIn(ctx: PlanContext, request: SignalRequest): Promise<SignalResult> {
+  const run = await lockRun(ctx, request.runId);
+  const [existing] = run ? await ctx.query<SignalRow>(ctx.statements.getSignal, [run.id, request.messageId]) : [];
+  const openWaits =
+    run && !existing
+      ? (await ctx.query<WaitRow>(ctx.statements.openSignalWaits, [run.id, request.name])).map(rowToWait)
+      : [];
+  const { plan, ...result } = planned(() =>
+    planSignal({ run, request, existing: existing && rowToSignal(existing), openWaits }),
+  );
+  await applyPlan(ctx, plan, byId(run ? [run] : []));
+  return structuredClone(result);
+}
+
+/**
+ * `fireDueWaits`: locks the runs of the earliest due open waits, skipping runs another
+ * transaction holds (so two workers never fire the same wait), then reads their due waits again
+ * under the locks (the first read may predate a resolution that committed while it ran) and
+ * applies `planDue` per run, all in one write.
+ */
+export async function fireDueIn(ctx: PlanContext, now: number, limit: number): Promise<WaitRecord[]> {
+  const runs = byId((await ctx.query<RunRow>(ctx.statements.pickDue, [now, limit])).map(rowToRun));
+  if (runs.size === 0) return [];
+  const due = (await ctx.query<WaitRow>(ctx.statements.dueWaits, [[...runs.keys()], now, limit])).map(rowToWait);
+  const plan = new Plan();
+  const resolved: WaitRecord[] = [];
+  for (const run of runs.values()) {
+    const mine = due.filter((w) => w.runId === run.id);
+    if (mine.length === 0) continue;
+    const result = planned(() => planDue({ run, due: mine, now, versions: run.versions }));
+    merge(plan, result.plan);
+    resolved.push(...result.resolved);
+  }
+  await applyPlan(ctx, plan, runs);
+  return resolved;
+}
+
+/** `requestStop`: the run locked. */
+export async function requestStopIn(
+  ctx: PlanContext,
+  request: StopRunRequest,
+): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
+  const run = await lockRun(ctx, request.runId);
+  const plan = planned(() => planStop({ run, request }));
+  await applyPlan(ctx, plan, byId(run ? [run] : []));
+  return { run: plan.current(run as RunRecord), transitions: plan.transitions };
+}
+
+/** Adds the writes of `from` (about other runs) to `into`. */
+function merge(into: Plan, from: Plan): void {
+  for (const run of from.runs.values()) into.update(run);
+  into.created.push(...from.created);
+  into.transitions.push(...from.transitions);
+  for (const wait of from.waits) into.wait(wait);
+  into.signals.push(...from.signals);
+  into.wakes.push(...from.wakes);
+}
+
+/**
+ * Writes a plan in the current transaction: the changed runs (full rows; a JSON column only when
+ * its value is not the one loaded), then the created runs, then the transitions, the waits (upsert
+ * by (run_id, id)), the signals (upsert by (run_id, message_id), changing only `consumed_by`, so a
+ * signal keeps its place in the inbox) and the wake-ups. Without created runs that is one statement
+ * (`writePlan`); with them the runs are updated first, since a successor takes over the key its
+ * predecessor lets go of, and the created runs' rows must exist before their transitions.
+ */
+export async function applyPlan(ctx: PlanContext, plan: Plan, loaded: Loaded): Promise<void> {
+  const runs = [...plan.runs.values()];
+  const { created, transitions, waits, signals, wakes } = plan;
+  if (runs.length + created.length + transitions.length + waits.length + signals.length + wakes.length === 0) return;
+  if (created.length === 0) {
+    await ctx.query(ctx.statements.writePlan, planParams(ctx, { runs, transitions, waits, signals, wakes }, loaded));
+    return;
+  }
+  if (runs.length > 0) await ctx.query(ctx.statements.writePlan, planParams(ctx, { runs }, loaded));
+  const written = await ctx.query<{ id: string }>(
+    ctx.statements.insertRuns,
+    columnArrays(created.map(runValues), RUN_COLUMNS.length),
+  );
+  if (written.length !== created.length) {
+    const ids = created.map((r) => r.id).join(", ");
+    throw new InvalidInputError(
+      `run ${ids} cannot be created: its id is taken, or its key names another run that nothing continues`,
+    );
+  }
+  await ctx.query(ctx.statements.writePlan, planParams(ctx, { transitions, waits, signals, wakes }, loaded));
+}
+
+/** The record field of each of {@link RUN_JSON_COLUMNS}. */
+const JSON_FIELDS = {
+  input: "input",
+  output: "output",
+  error: "error",
+  versions: "versions",
+  meta: "meta",
+  stop_request: "stopRequest",
+} as const satisfies Record<(typeof RUN_JSON_COLUMNS)[number], keyof RunRecord>;
+
+/** The parameters of `writePlan` (see its column order in `postgres-statements.ts`). */
+function planParams(ctx: PlanContext, part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[] }, loaded: Loaded) {
+  // The planners copy a run with spread, so a JSON value they did not change is the very object
+  // loaded: comparing references finds what changed without serializing anything.
+  const runRows = (part.runs ?? []).map((run) => {
+    const before = loaded.get(run.id);
+    const changed = RUN_JSON_COLUMNS.map((c) => before === undefined || before[JSON_FIELDS[c]] !== run[JSON_FIELDS[c]]);
+    return [...runValues(run), ...changed];
+  });
+  // One row per key (the last one wins), since one upsert may not touch a row twice.
+  const waits = new Map((part.waits ?? []).map((w) => [`${w.runId}\u0000${w.id}`, w]));
+  const signals = new Map((part.signals ?? []).map((s) => [`${s.runId}\u0000${s.messageId}`, s]));
+  return [
+    ...columnArrays(runRows, RUN_COLUMNS.length + RUN_JSON_COLUMNS.length),
+    ...columnArrays((part.transitions ?? []).map(transitionParams), 10),
+    ...columnArrays([...waits.values()].map(waitValues), WAIT_COLUMNS.length),
+    ...columnArrays([...signals.values()].map(signalValues), SIGNAL_COLUMNS.length),
+    ctx.channel,
+    (part.wakes ?? []).map((wake) => (wake.kind === "reconnected" ? undefined : wakePayload(wake))).filter(Boolean),
+  ];
+}

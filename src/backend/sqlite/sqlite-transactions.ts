@@ -1,0 +1,206 @@
+import type Database from "better-sqlite3";
+import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type {
+  ClaimRequest,
+  CreateRunInput,
+  RenewRequest,
+  ResolveWaitRequest,
+  ResolveWaitResult,
+  SignalRequest,
+  SignalResult,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
+  TransitionRequest,
+} from "../backend.ts";
+import { claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import {
+  hasEnded,
+  type Plan,
+  planDue,
+  planResolveWait,
+  planSignal,
+  planStop,
+  planSuspend,
+  planTransition,
+} from "../wait-rules.ts";
+import {
+  rowToRun,
+  rowToSignal,
+  rowToWait,
+  runValues,
+  signalValues,
+  transitionParams,
+  waitValues,
+} from "./sqlite-schema.ts";
+import { type Db, type Statements, saveStepFenced } from "./sqlite-statements.ts";
+
+/**
+ * The multi-statement writes of `SqliteBackend`. Each is a better-sqlite3 transaction that the
+ * backend runs with `.immediate` (BEGIN IMMEDIATE), so it holds the write lock from its first
+ * read. The writes of waits, signals, stops and run endings load the rows a planner of
+ * `../wait-rules.ts` names, call it, and write the {@link Plan} it returns with {@link applyPlan},
+ * exactly as `InMemoryBackend` does.
+ */
+
+type Tx<F extends (...args: never[]) => unknown> = Database.Transaction<F>;
+
+/** The multi-statement writes of one connection; the backend calls each with `.immediate`. */
+export interface Transactions {
+  createRun: Tx<(input: CreateRunInput) => { run: RunRecord; created: boolean }>;
+  claim: Tx<(request: ClaimRequest) => RunRecord | undefined>;
+  renew: Tx<(request: RenewRequest) => string[]>;
+  transition: Tx<(request: TransitionRequest) => { run: RunRecord; transition: TransitionRecord }>;
+  saveSteps: Tx<(steps: readonly StepRecord[], epoch: number) => void>;
+  suspend: Tx<(request: SuspendRequest) => SuspendResult>;
+  resolveWait: Tx<(request: ResolveWaitRequest) => ResolveWaitResult>;
+  deliverSignal: Tx<(request: SignalRequest) => SignalResult>;
+  fireDueWaits: Tx<(now: number, limit: number) => WaitRecord[]>;
+  requestStop: Tx<(request: StopRunRequest) => { run: RunRecord; transitions: TransitionRecord[] }>;
+}
+
+/**
+ * Writes a plan inside the caller's transaction, in an order the constraints accept: changed
+ * runs (a run that was continued leaves the key index before its successor enters it), new runs,
+ * transitions, waits, then signals (a signal stored already keeps its arrival order).
+ */
+export function applyPlan(s: Statements, plan: Plan, file: string): void {
+  for (const run of plan.runs.values()) s.updateRun.run(...runValues(run).slice(1), run.id);
+  for (const run of plan.created) insertNewRun(s, run, file);
+  for (const t of plan.transitions) s.insertTransition.run(...transitionParams(t));
+  for (const w of plan.waits) s.upsertWait.run(...waitValues(w));
+  for (const signal of plan.signals) s.upsertSignal.run(...signalValues(signal));
+}
+
+function insertNewRun(s: Statements, run: RunRecord, file: string): void {
+  if (s.runExists.get(run.id)) {
+    throw new InvalidInputError(`run id "${run.id}" already exists in "${file}"; run ids must be unique`);
+  }
+  s.insertRun.run(...runValues(run));
+}
+
+function getRun(s: Statements, runId: string): RunRecord | undefined {
+  const row = s.getRun.get(runId);
+  return row && rowToRun(row);
+}
+
+/** What `planEnd` needs of a run that ends with this transition (see `planTransition`). */
+function endContext(s: Statements, run: RunRecord): NonNullable<Parameters<typeof planTransition>[0]["end"]> {
+  const parent = run.parentRunId === null ? undefined : getRun(s, run.parentRunId);
+  const parentWait = parent && s.openChildWait.get(parent.id, run.id);
+  return {
+    openWaits: s.openWaits.all(run.id).map(rowToWait),
+    parent,
+    parentWait: parentWait && rowToWait(parentWait),
+    children: s.openChildren.all(run.id).map(rowToRun),
+  };
+}
+
+/** Prepares the multi-statement writes once per connection; each is called with `.immediate`. */
+export function prepareTransactions(db: Db, s: Statements, file: string): Transactions {
+  return {
+    createRun: db.transaction((input: CreateRunInput): { run: RunRecord; created: boolean } => {
+      if (input.key !== null) {
+        const row = s.getRunByKey.get(input.agent, input.workflow, input.key);
+        if (row) return { run: rowToRun(row), created: false };
+      }
+      const { run, transition: first } = pendingRun(input);
+      insertNewRun(s, run, file);
+      s.insertTransition.run(...transitionParams(first));
+      return { run, created: true };
+    }),
+    claim: db.transaction((request: ClaimRequest): RunRecord | undefined => {
+      const agents = request.agents === undefined ? null : JSON.stringify(request.agents);
+      const row =
+        request.runId === undefined ? s.claimNext.get(request.now, agents, agents) : s.getRun.get(request.runId);
+      if (!row) return undefined;
+      const run = rowToRun(row);
+      if (!isClaimable(run, request.now, request.agents)) return undefined;
+      const next = claimed(run, request.workerId, request.now, request.leaseMs);
+      s.setLease.run(next.epoch, next.leaseOwner, next.leaseExpiresAt, next.updatedAt, next.id);
+      return next;
+    }),
+    renew: db.transaction((request: RenewRequest): string[] => {
+      const lost: string[] = [];
+      const expiresAt = request.now + request.leaseMs;
+      for (const { runId, epoch } of request.runs) {
+        if (s.renewLease.run(expiresAt, runId, epoch, request.workerId).changes === 0) lost.push(runId);
+      }
+      return lost;
+    }),
+    transition: db.transaction((request: TransitionRequest) => {
+      const run = getRun(s, request.runId);
+      const end = run && hasEnded(request.to) ? endContext(s, run) : undefined;
+      const { plan, ...result } = planTransition(end ? { run, request, end } : { run, request });
+      applyPlan(s, plan, file);
+      return result;
+    }),
+    saveSteps: db.transaction((steps: readonly StepRecord[], epoch: number) => {
+      for (const step of steps) saveStepFenced(s, step, epoch);
+    }),
+    suspend: db.transaction((request: SuspendRequest): SuspendResult => {
+      const run = getRun(s, request.runId);
+      if (!run) throw new LeaseLostError(`run ${request.runId} does not exist`);
+      const stored = s.listWaits.all(run.id).map(rowToWait);
+      // Only the children that blocked child waits name: those are the ones planSuspend looks at.
+      const blocked = new Set(request.blockedOn);
+      const childIds = new Set(
+        [...stored, ...request.waits].filter((w) => w.kind === "child" && blocked.has(w.id)).map((w) => w.name),
+      );
+      const { plan, result } = planSuspend({
+        run,
+        request,
+        stored,
+        inbox: s.unconsumedSignals.all(run.id).map(rowToSignal),
+        children: [...childIds].map((id) => getRun(s, id)).filter((r): r is RunRecord => r !== undefined),
+      });
+      applyPlan(s, plan, file);
+      return result as SuspendResult;
+    }),
+    resolveWait: db.transaction((request: ResolveWaitRequest): ResolveWaitResult => {
+      const wait = s.getWait.get(request.runId, request.waitId);
+      const { plan, ...result } = planResolveWait({
+        run: getRun(s, request.runId),
+        wait: wait && rowToWait(wait),
+        request,
+      });
+      applyPlan(s, plan, file);
+      return result;
+    }),
+    deliverSignal: db.transaction((request: SignalRequest): SignalResult => {
+      const run = getRun(s, request.runId);
+      const existing = s.getSignal.get(request.runId, request.messageId);
+      const { plan, ...result } = planSignal({
+        run,
+        request,
+        existing: existing && rowToSignal(existing),
+        openWaits: run ? s.openSignalWaits.all(run.id, request.name).map(rowToWait) : [],
+      });
+      applyPlan(s, plan, file);
+      return result;
+    }),
+    fireDueWaits: db.transaction((now: number, limit: number): WaitRecord[] => {
+      const byRun = new Map<string, WaitRecord[]>();
+      for (const row of s.dueWaits.all(now, limit)) {
+        const wait = rowToWait(row);
+        byRun.set(wait.runId, [...(byRun.get(wait.runId) ?? []), wait]);
+      }
+      const resolved: WaitRecord[] = [];
+      for (const [runId, due] of byRun) {
+        // A wait's run exists (foreign key).
+        const run = getRun(s, runId) as RunRecord;
+        const result = planDue({ run, due, now, versions: run.versions });
+        applyPlan(s, result.plan, file);
+        resolved.push(...result.resolved);
+      }
+      return resolved;
+    }),
+    requestStop: db.transaction((request: StopRunRequest) => {
+      const run = getRun(s, request.runId);
+      const plan = planStop({ run, request });
+      applyPlan(s, plan, file);
+      return { run: plan.current(run as RunRecord), transitions: plan.transitions };
+    }),
+  };
+}

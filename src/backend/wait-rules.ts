@@ -1,0 +1,525 @@
+import {
+  LeaseLostError,
+  RunNotFoundError,
+  RunNotOpenError,
+  WaitClosedError,
+  WaitNotFoundError,
+} from "../core/errors.ts";
+import type {
+  Actor,
+  Json,
+  RunRecord,
+  SignalRecord,
+  StopRequest,
+  TransitionRecord,
+  Versions,
+  WaitRecord,
+  WaitResolution,
+} from "../core/records.ts";
+import { isTerminal } from "../core/run-state.ts";
+import { describeWait } from "../core/wait-steps.ts";
+import type {
+  CreateRunInput,
+  ResolveWaitRequest,
+  SignalRequest,
+  StopRunRequest,
+  SuspendRequest,
+  SuspendResult,
+  TransitionRequest,
+  Wake,
+} from "./backend.ts";
+import { applyTransition, pendingRun, wakeFor } from "./transition-rules.ts";
+
+/**
+ * The rules of waits, signals, stops and run endings, shared by every backend so they agree
+ * exactly (like `transition-rules.ts`). Each `plan…` function is pure: the backend loads, inside
+ * its transaction, the rows the function names, calls it, and writes the {@link Plan} it
+ * returns — every run, transition, wait and signal in it — in the same transaction, then sends
+ * the plan's wake-ups after the commit.
+ */
+
+/** The writes of one operation. */
+export class Plan {
+  /** Runs changed (full records, newest version); written with UPDATE. */
+  readonly runs = new Map<string, RunRecord>();
+  /** Runs to INSERT (a `continueAsNew` successor), with their first transition in `transitions`. */
+  readonly created: RunRecord[] = [];
+  readonly transitions: TransitionRecord[] = [];
+  /** Waits to insert or replace, by (runId, id). */
+  readonly waits: WaitRecord[] = [];
+  /** Signals to insert or replace, by (runId, messageId). */
+  readonly signals: SignalRecord[] = [];
+  readonly wakes: Wake[] = [];
+
+  /** The run as this plan leaves it (`runs` first, then what was loaded). */
+  current(run: RunRecord): RunRecord {
+    return this.runs.get(run.id) ?? run;
+  }
+
+  /** Applies a transition to the run (as the plan leaves it) and records it. */
+  transition(run: RunRecord, request: Omit<TransitionRequest, "runId" | "from">): RunRecord {
+    const base = this.current(run);
+    const result = applyTransition(base, { ...request, runId: base.id, from: base.state });
+    this.runs.set(result.run.id, result.run);
+    this.transitions.push(result.transition);
+    const wake = wakeFor(result.run.id, result.run.state);
+    if (wake) this.wakes.push(wake);
+    return result.run;
+  }
+
+  /** Records a changed run without a transition. */
+  update(run: RunRecord): void {
+    this.runs.set(run.id, run);
+  }
+
+  wait(wait: WaitRecord): void {
+    const i = this.waits.findIndex((w) => w.runId === wait.runId && w.id === wait.id);
+    if (i >= 0) this.waits[i] = wait;
+    else this.waits.push(wait);
+  }
+}
+
+/** The resolution a wait gets when its due time passes. */
+export function dueResolution(wait: WaitRecord, at: number): WaitResolution {
+  switch (wait.kind) {
+    case "timer":
+    case "retry":
+      return { outcome: "fired", at };
+    case "approval":
+      return { outcome: "expired", at };
+    default:
+      return { outcome: "timed_out", at };
+  }
+}
+
+/**
+ * Whether a run has ended for good as far as its waits, its parent and its children are
+ * concerned: a terminal state other than INTERRUPTED (an interrupted run is resumed).
+ */
+export function hasEnded(state: RunRecord["state"]): boolean {
+  return isTerminal(state) && state !== "INTERRUPTED";
+}
+
+/** Whether a resolved wait should wake its run: a PAUSED run that is not a suspended orphan. */
+function wakesRun(run: RunRecord): boolean {
+  return run.state === "PAUSED" && run.pausedReason !== "suspended_orphan";
+}
+
+const SYSTEM: Actor = { kind: "system", id: "cairn" };
+
+/** Resolves `wait` in the plan and, when the run is PAUSED on something, resumes it. */
+function resolveInPlan(
+  plan: Plan,
+  run: RunRecord,
+  wait: WaitRecord,
+  resolution: WaitResolution,
+  details: { actor: Actor; reason: string; versions: Versions },
+): WaitRecord {
+  const resolved: WaitRecord = { ...wait, status: "resolved", resolution };
+  plan.wait(resolved);
+  if (wakesRun(plan.current(run))) {
+    plan.transition(run, {
+      to: "RESUMING",
+      actor: details.actor,
+      reason: details.reason,
+      versions: details.versions,
+      at: resolution.at,
+      fence: { unowned: true, now: resolution.at },
+    });
+  }
+  return resolved;
+}
+
+/**
+ * The value a child wait resolves with: how the child ended, and the run that continues it when
+ * it continued as new (the parent then waits for that one).
+ */
+export function childEnding(child: RunRecord): Json {
+  return {
+    runId: child.id,
+    state: child.state,
+    output: child.output ?? null,
+    error: (child.error as unknown as Json) ?? null,
+    continuedTo: child.continuedTo,
+  };
+}
+
+/**
+ * `suspend`: the backend loads the run, every stored wait of the run, its unconsumed signals
+ * (oldest first) and the child runs its blocked child waits name (`childRunIds`).
+ */
+export function planSuspend(input: {
+  run: RunRecord;
+  request: SuspendRequest;
+  stored: readonly WaitRecord[];
+  inbox: readonly SignalRecord[];
+  children: readonly RunRecord[];
+}): { plan: Plan; result: SuspendResult | undefined } {
+  const { run, request } = input;
+  const plan = new Plan();
+  if (run.epoch !== request.epoch) {
+    throw new LeaseLostError(
+      `run ${run.id}: pause under lease epoch ${request.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+    );
+  }
+  const waits = new Map(input.stored.map((w) => [w.id, w]));
+  for (const wait of request.waits) {
+    if (!waits.has(wait.id)) {
+      waits.set(wait.id, wait);
+      plan.wait(wait);
+    }
+  }
+  const inbox = input.inbox.filter((s) => s.consumedBy === null);
+  const resolved: WaitRecord[] = [];
+  for (const id of request.blockedOn) {
+    const wait = waits.get(id);
+    if (!wait) continue;
+    if (wait.status === "resolved") {
+      resolved.push(wait);
+      continue;
+    }
+    if (wait.status !== "open") continue;
+    const resolution = resolveNow(wait, inbox, input.children, request.at, plan);
+    if (resolution) {
+      const done: WaitRecord = { ...wait, status: "resolved", resolution };
+      plan.wait(done);
+      resolved.push(done);
+    }
+  }
+  if (resolved.length > 0 || run.stopRequest) {
+    return { plan, result: { paused: false, resolved, stopRequest: run.stopRequest } };
+  }
+  const paused = plan.transition(run, {
+    to: "PAUSED",
+    pausedReason: request.pausedReason,
+    actor: request.actor,
+    reason: request.reason,
+    versions: request.versions,
+    at: request.at,
+    fence: { epoch: request.epoch },
+    patch: { releaseLease: true },
+  });
+  const transition = plan.transitions.at(-1) as TransitionRecord;
+  return { plan, result: { paused: true, run: paused, transition } };
+}
+
+/** A wait that can be resolved without anyone acting: due, a signal already in, a child ended. */
+function resolveNow(
+  wait: WaitRecord,
+  inbox: SignalRecord[],
+  children: readonly RunRecord[],
+  now: number,
+  plan: Plan,
+): WaitResolution | undefined {
+  if (wait.kind === "signal") {
+    const i = inbox.findIndex((s) => s.name === wait.name);
+    const signal = inbox[i];
+    if (signal) {
+      inbox.splice(i, 1);
+      plan.signals.push({ ...signal, consumedBy: wait.id });
+      return { outcome: "signalled", value: signal.payload, messageId: signal.messageId, at: now };
+    }
+  }
+  if (wait.kind === "child") {
+    const child = children.find((c) => c.id === wait.name);
+    if (child && hasEnded(child.state)) return { outcome: "child_ended", value: childEnding(child), at: now };
+  }
+  if (wait.dueAt !== null && wait.dueAt <= now) return dueResolution(wait, now);
+  return undefined;
+}
+
+/** `resolveWait`: the backend loads the run and the wait (undefined when there is none). */
+export function planResolveWait(input: {
+  run: RunRecord | undefined;
+  wait: WaitRecord | undefined;
+  request: ResolveWaitRequest;
+}): { plan: Plan; wait: WaitRecord; run: RunRecord; transition: TransitionRecord | undefined } {
+  const { run, wait, request } = input;
+  if (!run) throw new WaitNotFoundError(`no run with id "${request.runId}"`);
+  if (!wait) {
+    throw new WaitNotFoundError(
+      `run ${request.runId} has no wait "${request.waitId}"; \`cairn show ${request.runId}\` lists its waits`,
+    );
+  }
+  if (wait.status !== "open") {
+    const r = wait.resolution;
+    throw new WaitClosedError(
+      `${describeWait(wait)} of run ${run.id} is no longer open: ${r ? `${r.outcome}${r.by ? ` by ${r.by.id}` : ""} at ${new Date(r.at).toISOString()}` : wait.status}`,
+    );
+  }
+  const decision = request.decide(wait, run);
+  const plan = new Plan();
+  const resolved = resolveInPlan(
+    plan,
+    run,
+    wait,
+    { ...decision, at: request.at },
+    {
+      actor: request.actor,
+      reason: request.reason,
+      versions: request.versions,
+    },
+  );
+  return { plan, wait: resolved, run: plan.current(run), transition: plan.transitions[0] };
+}
+
+/**
+ * `deliverSignal`: the backend loads the run, the inbox entry with the same message id (if any)
+ * and the run's open waits of kind `signal` with this name.
+ */
+export function planSignal(input: {
+  run: RunRecord | undefined;
+  request: SignalRequest;
+  existing: SignalRecord | undefined;
+  openWaits: readonly WaitRecord[];
+}): {
+  plan: Plan;
+  duplicate: boolean;
+  signal: SignalRecord;
+  deliveredTo: string | null;
+  run: RunRecord;
+  transition: TransitionRecord | undefined;
+} {
+  const { run, request } = input;
+  const plan = new Plan();
+  if (!run) throw new RunNotFoundError(`no run with id "${request.runId}"; list runs with \`cairn runs\``);
+  if (input.existing) {
+    return {
+      plan,
+      duplicate: true,
+      signal: input.existing,
+      deliveredTo: input.existing.consumedBy,
+      run,
+      transition: undefined,
+    };
+  }
+  // An INTERRUPTED run is resumed and may wait for the signal later: it keeps it in its inbox.
+  if (hasEnded(run.state)) {
+    throw new RunNotOpenError(`run ${run.id} is ${run.state}; it takes no more signals`);
+  }
+  const wait = [...input.openWaits]
+    // A wait whose timeout passed is timed out, even before a worker recorded it so.
+    .filter(
+      (w) =>
+        w.status === "open" &&
+        w.kind === "signal" &&
+        w.name === request.name &&
+        (w.dueAt === null || w.dueAt > request.at),
+    )
+    .sort((a, b) => a.seq - b.seq || (a.id < b.id ? -1 : 1))[0];
+  const signal: SignalRecord = {
+    runId: run.id,
+    messageId: request.messageId,
+    name: request.name,
+    payload: request.payload,
+    receivedAt: request.at,
+    consumedBy: wait ? wait.id : null,
+  };
+  plan.signals.push(signal);
+  if (wait) {
+    resolveInPlan(
+      plan,
+      run,
+      wait,
+      { outcome: "signalled", value: request.payload, messageId: request.messageId, by: request.actor, at: request.at },
+      { actor: request.actor, reason: `signal "${request.name}" received (${wait.id})`, versions: request.versions },
+    );
+  }
+  return {
+    plan,
+    duplicate: false,
+    signal,
+    deliveredTo: wait ? wait.id : null,
+    run: plan.current(run),
+    transition: plan.transitions[0],
+  };
+}
+
+/** `fireDueWaits`, for one run: the backend loads the run and its open waits due at `now`. */
+export function planDue(input: { run: RunRecord; due: readonly WaitRecord[]; now: number; versions: Versions }): {
+  plan: Plan;
+  resolved: WaitRecord[];
+} {
+  const plan = new Plan();
+  const resolved: WaitRecord[] = [];
+  for (const wait of input.due) {
+    if (wait.status !== "open" || wait.dueAt === null || wait.dueAt > input.now) continue;
+    const resolution = dueResolution(wait, input.now);
+    resolved.push(
+      resolveInPlan(plan, input.run, wait, resolution, {
+        actor: SYSTEM,
+        reason: `${describeWait(wait)} ${resolution.outcome.replace("_", " ")}`,
+        versions: input.versions,
+      }),
+    );
+  }
+  return { plan, resolved };
+}
+
+/**
+ * `requestStop`: the backend loads the run. A terminal run is left as it is; a PENDING run is
+ * cancelled at once; a PAUSED or INTERRUPTED run moves to where a worker carries the request out
+ * (CANCELLING, or RESUMING to be suspended); a run a worker holds keeps the request for it — so
+ * does any run under a live lease (a PENDING run claimed but not started yet).
+ */
+export function planStop(input: { run: RunRecord | undefined; request: StopRunRequest }): Plan {
+  const plan = new Plan();
+  if (!input.run) throw new RunNotFoundError(`no run with id "${input.request.runId}"`);
+  // A child cancelled on its own must end through a worker, so that its end resolves the
+  // parent's wait on it (`planEnd`); a top-level PENDING run is cancelled at once.
+  stopInPlan(plan, input.run, input.request.request, input.request.versions, input.run.parentRunId === null);
+  return plan;
+}
+
+function stopInPlan(
+  plan: Plan,
+  loaded: RunRecord,
+  request: StopRequest,
+  versions: Versions,
+  cancelPendingAtOnce: boolean,
+): void {
+  const run = plan.current(loaded);
+  if (isTerminal(run.state) && run.state !== "INTERRUPTED") return;
+  // A cancel overrides a suspend; a suspend never overrides a cancel.
+  if (run.stopRequest?.kind === "cancel" && request.kind === "suspend") return;
+  const withRequest: RunRecord = { ...run, stopRequest: request };
+  plan.update(withRequest);
+  const common = { actor: request.by, versions, at: request.at, fence: { unowned: true as const, now: request.at } };
+  // A live lease (a worker claimed the run and has not started it, or still holds it): that worker
+  // carries the request out, as for a RUNNING run.
+  const held = run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > request.at;
+  if (!held && request.kind === "cancel") {
+    if (run.state === "PENDING" && cancelPendingAtOnce) {
+      plan.transition(withRequest, {
+        ...common,
+        to: "CANCELLED",
+        reason: `cancelled by ${request.by.kind} ${request.by.id} before it started: ${request.reason}`,
+        patch: {
+          error: {
+            name: "CancelledError",
+            code: "CANCELLED",
+            message: `cancelled before it started: ${request.reason}`,
+            data: { by: request.by.id, stopped: "before_start", inFlight: [] },
+          },
+        },
+      });
+      return;
+    }
+    if (run.state === "PAUSED" || run.state === "INTERRUPTED") {
+      plan.transition(withRequest, {
+        ...common,
+        to: "CANCELLING",
+        reason: `cancel requested by ${request.by.kind} ${request.by.id}: ${request.reason}`,
+      });
+      return;
+    }
+  } else if (!held && request.kind === "suspend" && run.state === "PAUSED" && run.pausedReason !== "suspended_orphan") {
+    plan.transition(withRequest, {
+      ...common,
+      to: "RESUMING",
+      reason: `to be suspended: ${request.reason}`,
+    });
+    return;
+  }
+  // A worker holds (or will claim) the run: it carries the request out. Only a holder needs waking.
+  if (run.leaseOwner !== null) plan.wakes.push({ kind: "stop", runId: run.id });
+}
+
+/**
+ * What a transition into a terminal state does besides (DESIGN §4): the backend loads, inside the
+ * transaction, the run's open waits, its parent and the parent's open child wait on it (if any),
+ * and its children that are not terminal, and writes the plan with the transition.
+ */
+export function planEnd(input: {
+  ended: RunRecord;
+  openWaits: readonly WaitRecord[];
+  parent: RunRecord | undefined;
+  parentWait: WaitRecord | undefined;
+  children: readonly RunRecord[];
+  versions: Versions;
+  at: number;
+  plan: Plan;
+}): void {
+  const { ended, plan, at } = input;
+  for (const wait of input.openWaits) {
+    if (wait.status === "open") {
+      plan.wait({ ...wait, status: "closed", resolution: { outcome: "closed", note: `run ended ${ended.state}`, at } });
+    }
+  }
+  if (input.parent && input.parentWait && input.parentWait.status === "open") {
+    resolveInPlan(
+      plan,
+      input.parent,
+      input.parentWait,
+      { outcome: "child_ended", value: childEnding(ended), at },
+      { actor: SYSTEM, reason: `child run ${ended.id} ended ${ended.state}`, versions: input.parent.versions },
+    );
+  }
+  for (const child of input.children) {
+    if (isTerminal(child.state) && child.state !== "INTERRUPTED") continue;
+    const policy = child.parentClosePolicy ?? "suspend";
+    if (policy === "abandon") continue;
+    stopInPlan(
+      plan,
+      child,
+      {
+        kind: policy === "cancel" ? "cancel" : "suspend",
+        by: SYSTEM,
+        reason: `parent run ${ended.id} ended ${ended.state} (parent-close policy: ${policy})`,
+        at,
+      },
+      child.versions,
+      // The parent is ending in this very transaction: nothing waits on the child any more.
+      true,
+    );
+  }
+}
+
+/** A `continueAsNew` successor, linked to the run it continues. */
+export function successorRun(
+  input: CreateRunInput,
+  predecessor: RunRecord,
+): {
+  run: RunRecord;
+  transition: TransitionRecord;
+} {
+  const { run, transition } = pendingRun(input);
+  return { run: { ...run, continuedFrom: predecessor.id }, transition };
+}
+
+/**
+ * `transition`: the backend loads the run and, when `request.to` is terminal, what `planEnd`
+ * needs (`endContext`). Returns the plan with the transition first.
+ */
+export function planTransition(input: {
+  run: RunRecord | undefined;
+  request: TransitionRequest;
+  end?: {
+    openWaits: readonly WaitRecord[];
+    parent: RunRecord | undefined;
+    parentWait: WaitRecord | undefined;
+    children: readonly RunRecord[];
+  };
+}): { plan: Plan; run: RunRecord; transition: TransitionRecord } {
+  const { request } = input;
+  const plan = new Plan();
+  const result = applyTransition(input.run, request);
+  let ended = result.run;
+  plan.transitions.push(result.transition);
+  const wake = wakeFor(ended.id, ended.state);
+  if (wake) plan.wakes.push(wake);
+  if (request.successor) {
+    if (!isTerminal(request.to)) throw new RangeError("a successor run is created only with a terminal transition");
+    // The successor takes the key over, whatever the request says.
+    const successor = successorRun({ ...request.successor, key: ended.key }, ended);
+    ended = { ...ended, continuedTo: successor.run.id };
+    plan.created.push(successor.run);
+    plan.transitions.push(successor.transition);
+    plan.wakes.push({ kind: "runnable", runId: successor.run.id });
+  }
+  plan.update(ended);
+  if (hasEnded(request.to) && input.end) {
+    planEnd({ ended, ...input.end, versions: request.versions, at: request.at, plan });
+  }
+  return { plan, run: plan.current(ended), transition: result.transition };
+}

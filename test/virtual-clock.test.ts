@@ -1,0 +1,76 @@
+import { describe, expect, it } from "vitest";
+import { ApprovalExpiredError, defineAgent, defineTool } from "../src/index.ts";
+import { TestRuntime } from "../src/testing.ts";
+
+const DAY = 24 * 3600_000;
+
+const agent = defineAgent({
+  name: "slow",
+  tools: {
+    flaky: defineTool({
+      retry: { initialIntervalMs: 60_000, maximumAttempts: 3 },
+      run: async (ctx) => {
+        if (ctx.attempt < 3) throw new Error(`attempt ${ctx.attempt} failed`);
+        return ctx.attempt;
+      },
+    }),
+  },
+  workflows: {
+    async month(ctx, _input: null) {
+      const start = await ctx.now();
+      for (let day = 0; day < 30; day++) await ctx.sleep(DAY);
+      const end = await ctx.now();
+      return { days: (end.getTime() - start.getTime()) / DAY };
+    },
+    async approval(ctx, _input: null) {
+      try {
+        await ctx.requestApproval({ action: "ship", payload: { v: 1 }, expiresInMs: 48 * 3600_000 });
+        return "approved";
+      } catch (error) {
+        if (error instanceof ApprovalExpiredError) return "expired";
+        throw error;
+      }
+    },
+    async retries(ctx, _input: null) {
+      return ctx.tool("flaky", {});
+    },
+  },
+});
+
+describe("TestRuntime: a virtual clock", () => {
+  it("runs a workflow that sleeps 30 days in milliseconds", async () => {
+    const t = new TestRuntime({ agents: [agent] });
+    const started = Date.now();
+    const run = await t.run(agent, "month", null);
+    const ended = await t.settle(run.id);
+    expect(ended.state).toBe("COMPLETED");
+    expect(ended.output).toEqual({ days: 30 });
+    expect(Date.now() - started).toBeLessThan(5000);
+    const waits = await t.waits(run.id);
+    expect(waits.filter((w) => w.kind === "timer")).toHaveLength(30);
+    await t.shutdown();
+  });
+
+  it("lets an approval that expires in 48 hours expire", async () => {
+    const t = new TestRuntime({ agents: [agent] });
+    const run = await t.run(agent, "approval", null);
+    const paused = await t.settle(run.id, { skipTimers: false });
+    expect(paused.pausedReason).toBe("awaiting_approval");
+    const t0 = t.clock.now();
+    const ended = await t.settle(run.id);
+    expect(ended.output).toBe("expired");
+    expect(t.clock.now() - t0).toBe(48 * 3600_000);
+    await t.shutdown();
+  });
+
+  it("pauses long retry backoffs on a durable timer (awaiting_retry)", async () => {
+    const t = new TestRuntime({ agents: [agent] });
+    const run = await t.run(agent, "retries", null);
+    const ended = await t.settle(run.id);
+    expect(ended.output).toBe(3);
+    const history = await t.history(run.id);
+    expect(history.transitions.filter((tr) => tr.pausedReason === "awaiting_retry")).toHaveLength(2);
+    expect(history.waits.map((w) => w.id)).toEqual(["r1.2", "r1.3"]);
+    await t.shutdown();
+  });
+});
