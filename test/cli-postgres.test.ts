@@ -2,7 +2,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { reportBuilder, runtimeOptions } from "../examples/report-builder.ts";
 import { PostgresBackend } from "../src/postgres.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
-import { cairn, start } from "./helpers/cli.ts";
+import { expenses } from "./fixtures/expense-agent.ts";
+import { background, cairn, start } from "./helpers/cli.ts";
 import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 
 /**
@@ -185,6 +186,57 @@ describe("cairn CLI on PostgreSQL", () => {
       expect(err).toBe("");
     } finally {
       worker.kill("SIGKILL");
+    }
+  });
+
+  it("answers and denies through the CLI while a `cairn worker` drives the run", async () => {
+    const worker = background(["worker", "test/fixtures/expense-agent.ts", "--database-url", url]);
+    const starter = new Runtime({
+      agents: [expenses],
+      backend: new PostgresBackend({ connectionString: url }),
+      worker: false,
+    });
+    try {
+      const handle = await starter.run(expenses, "submit", { amount: 90 });
+      const pausedOn = async (reason: string) => {
+        const deadline = Date.now() + 20_000;
+        for (;;) {
+          const run = await starter.getRun(handle.id);
+          if (run.state === "PAUSED" && run.pausedReason === reason) return;
+          if (Date.now() > deadline) throw new Error(`run is ${run.state} (${run.pausedReason}), not ${reason}`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      };
+      await pausedOn("awaiting_user");
+      const runs = await cairn(["runs", "--state", "paused", "--database-url", url]);
+      expect(runs.stdout).toContain('↳ question "Which cost center pays for this expense?" (w1)');
+
+      const answered = await cairn(["answer", handle.id, "w1", '"CC-7"', "--by", "bob", "--database-url", url]);
+      expect(answered.stderr).toBe("");
+      expect(answered.code).toBe(0);
+      await pausedOn("awaiting_approval");
+
+      const shown = await cairn(["show", handle.id], { CAIRN_DATABASE_URL: url });
+      const digest = /digest\s+(sha256:[0-9a-f]{64})$/m.exec(shown.stdout)?.[1] ?? "";
+      expect(shown.stdout).toContain(`cairn deny ${handle.id} w2 --by alice --digest ${digest}`);
+      const denied = await cairn(
+        ["deny", handle.id, "w2", "--by", "alice", "--digest", digest, "--note", "over budget"],
+        {
+          CAIRN_DATABASE_URL: url,
+        },
+      );
+      expect(denied.stderr).toBe("");
+      expect(denied.code).toBe(0);
+      expect(denied.stdout).toContain(`denied "pay_expense" (w2) of run ${handle.id} as user alice: over budget`);
+
+      // Not caught by the workflow: the run ends BLOCKED.
+      const ended = await starter.waitFor(handle.id, { timeoutMs: 20_000 });
+      expect(ended.state).toBe("BLOCKED");
+      expect(ended.error?.code).toBe("APPROVAL_DENIED");
+    } finally {
+      await starter.shutdown();
+      worker.child.kill("SIGKILL");
+      await worker.exited;
     }
   });
 

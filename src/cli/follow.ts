@@ -8,17 +8,23 @@ import { clock, type Io, json, transitionLine } from "./format.ts";
  * or, after {@link followAll}, of every run, each line led by the time and the run id
  * (`cairn worker`). Transitions that arrive before the run id is known (the first one is made
  * inside `runtime.run`) are held back until {@link follow} names the run; `catchUp` prints any
- * made by other processes.
+ * made by other processes (an answer, an approval, a cancel). A run's transitions are printed in
+ * order: one that comes after a gap (a transition another process made, not read yet) waits for
+ * the next `catchUp`.
  */
 export class TransitionPrinter {
   readonly #io: Io;
   #runId: string | undefined;
   #all = false;
   #held: TransitionRecord[] = [];
-  readonly #printed = new Set<number>();
+  /** The id of the next transition to print. */
+  #next = 1;
+  readonly #pending = new Map<number, TransitionRecord>();
+  #onPrinted: ((transition: TransitionRecord) => void) | undefined;
 
-  constructor(io: Io) {
+  constructor(io: Io, options: { onPrinted?: (transition: TransitionRecord) => void } = {}) {
     this.#io = io;
+    this.#onPrinted = options.onPrinted;
   }
 
   /** Pass to `runtime.onTransition`. */
@@ -28,13 +34,13 @@ export class TransitionPrinter {
       const lead = `${clock(transition.at)}  ${transition.runId}  `;
       this.#io.out(transitionLine(transition, lead, Number.POSITIVE_INFINITY).join(" "));
     } else if (this.#runId === undefined) this.#held.push(transition);
-    else if (transition.runId === this.#runId) this.#print(transition);
+    else if (transition.runId === this.#runId) this.#offer(transition);
   };
 
   /** Starts printing the transitions of `runId` (those after `afterId`), held-back ones first. */
   follow(runId: string, afterId = 0): void {
     this.#runId = runId;
-    for (let id = 1; id <= afterId; id++) this.#printed.add(id);
+    this.#next = afterId + 1;
     const held = this.#held;
     this.#held = [];
     for (const t of held) this.listener(t);
@@ -49,13 +55,18 @@ export class TransitionPrinter {
   /** Prints the stored transitions of the run that were not printed yet (made by another process). */
   async catchUp(runtime: Runtime, runId: string): Promise<void> {
     const { transitions } = await runtime.history(runId);
-    for (const t of transitions) this.#print(t);
+    for (const t of transitions) this.#offer(t);
   }
 
-  #print(t: TransitionRecord): void {
-    if (this.#printed.has(t.id)) return;
-    this.#printed.add(t.id);
-    for (const line of transitionLine(t)) this.#io.out(line);
+  #offer(t: TransitionRecord): void {
+    if (t.id < this.#next) return;
+    this.#pending.set(t.id, t);
+    for (let next = this.#pending.get(this.#next); next; next = this.#pending.get(this.#next)) {
+      this.#pending.delete(this.#next);
+      this.#next++;
+      for (const line of transitionLine(next)) this.#io.out(line);
+      this.#onPrinted?.(next);
+    }
   }
 }
 

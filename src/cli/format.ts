@@ -71,6 +71,29 @@ export function age(at: number, now = Date.now()): string {
   return `${Math.floor(s / 86_400)}d ago`;
 }
 
+/** `in 4s`, `in 12m`, `in 3h`, `in 2d`; `4s ago` once `at` has passed. */
+export function until(at: number, now = Date.now()): string {
+  if (at < now) return age(at, now);
+  const s = Math.round((at - now) / 1000);
+  if (s < 60) return `in ${s}s`;
+  if (s < 3600) return `in ${Math.floor(s / 60)}m`;
+  if (s < 86_400) return `in ${Math.floor(s / 3600)}h`;
+  return `in ${Math.floor(s / 86_400)}d`;
+}
+
+/** `2026-07-01 14:03:07 (in 23h)`: a due time with how far off it is. */
+export function due(at: number, now = Date.now()): string {
+  return `${dateTime(at)} (${until(at, now)})`;
+}
+
+/**
+ * `text` as one shell word (POSIX sh): as is when it needs no quoting, else in single quotes.
+ * For the command lines the CLI prints for the user to copy.
+ */
+export function shellWord(text: string): string {
+  return /^[\w@%+=:,./-]+$/.test(text) ? text : `'${text.replaceAll("'", `'\\''`)}'`;
+}
+
 /** Pretty JSON, or `—` when there is no value. */
 export function json(value: Json | undefined): string {
   return value === undefined ? "—" : JSON.stringify(value, null, 2);

@@ -2,11 +2,15 @@ import { parseArgs } from "node:util";
 import { CairnError } from "../core/errors.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import type { Command } from "./command.ts";
+import { answerCommand } from "./commands/answer.ts";
+import { approveCommand, denyCommand } from "./commands/approve.ts";
+import { cancelCommand } from "./commands/cancel.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
 import { showCommand } from "./commands/show.ts";
+import { signalCommand } from "./commands/signal.ts";
 import { workerCommand } from "./commands/worker.ts";
 import { DEFAULT_DB, databaseHelp } from "./database.ts";
 import { type Io, processIo } from "./format.ts";
@@ -17,6 +21,11 @@ export const COMMANDS: readonly Command[] = [
   runsCommand,
   showCommand,
   resumeCommand,
+  signalCommand,
+  answerCommand,
+  approveCommand,
+  denyCommand,
+  cancelCommand,
   workerCommand,
   migrateCommand,
 ];
@@ -92,7 +101,7 @@ function fail(io: Io, error: unknown, command?: Command): number {
     return error.exitCode;
   }
   if (error instanceof CairnError) {
-    io.err(`error: ${error.message}`);
+    io.err(`error: [${error.code}] ${error.message}`);
     return 1;
   }
   // Not ours to explain: keep the stack, it is the only lead.
@@ -100,13 +109,16 @@ function fail(io: Io, error: unknown, command?: Command): number {
   return 1;
 }
 
+/** The database options as the synopses spell them, left out of the command list of `cairn help`. */
+const DATABASE_SYNOPSIS = " [--db <path> | --database-url <url> [--schema <name>]]";
+
 function usage(): string[] {
   const width = Math.max(...COMMANDS.map((c) => c.name.length));
   return [
     "cairn: durable execution for AI agents",
     "",
-    "usage:",
-    ...COMMANDS.map((c) => `  ${c.usage}`),
+    "usage (all but migrate also take --db <path> or --database-url <url> [--schema <name>]):",
+    ...COMMANDS.map((c) => `  ${c.usage.replace(DATABASE_SYNOPSIS, "")}`),
     "",
     "commands:",
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
@@ -115,8 +127,10 @@ function usage(): string[] {
     `Runs are kept in SQLite at --db <path>, else $CAIRN_DB, else ${DEFAULT_DB};`,
     "or in PostgreSQL with --database-url postgres://user:password@host:5432/database (else $CAIRN_DATABASE_URL)",
     "and --schema <name> (default cairn): many `cairn worker` processes on many machines can share it.",
-    "example:",
+    "examples:",
     `  cairn run examples/report-builder.ts report_builder build --input '{"quarter":"2026-Q3"}'`,
+    "  cairn runs --state PAUSED     what each paused run waits for: a question, an approval, a signal, …",
+    "  cairn show <runId>            its waits, with the `cairn answer` / `cairn approve` command lines to copy",
   ];
 }
 

@@ -36,3 +36,29 @@ export function cairn(args: string[], env: Record<string, string> = {}): Promise
     child.on("close", (code) => resolve({ code, stdout, stderr }));
   });
 }
+
+/** A `cairn` process left running: what it printed so far, and its end. */
+export interface Background {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  exited: Promise<Result>;
+}
+
+/** Starts `cairn <args>` and returns at once (for `cairn run` of a run that pauses, `cairn worker`). */
+export function background(args: string[], env: Record<string, string> = {}): Background {
+  const child = start(args, env);
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (d: Buffer) => {
+    stdout += d.toString();
+  });
+  child.stderr?.on("data", (d: Buffer) => {
+    stderr += d.toString();
+  });
+  const exited = new Promise<Result>((resolve, reject) => {
+    child.on("error", reject);
+    child.on("close", (code) => resolve({ code, stdout, stderr }));
+  });
+  return { child, stdout: () => stdout, stderr: () => stderr, exited };
+}

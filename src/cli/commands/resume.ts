@@ -27,6 +27,9 @@ export const resumeCommand: Command = {
   details: [
     "--module   the agent module to run it with (default: the one recorded when the run was started)",
     "If a live worker still holds the run's lease, waits for the lease to lapse (once) before giving up.",
+    "Also drives a run nobody drives: one that resumed (RESUMING) after an answer, approval or signal,",
+    "or a cancelled one (CANCELLING) whose cancel no worker has finished. A PAUSED run is not resumed:",
+    "it waits for what it waits for (`cairn show <runId>`), or for `cairn cancel`.",
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
   positionals: ["runId"],
@@ -60,7 +63,14 @@ export const resumeCommand: Command = {
     runtime.onTransition(printer.listener);
     try {
       await runtime.start({ handleSignals: true });
-      const run = await runtime.waitFor(runId);
+      // Transitions other processes record meanwhile (an answer, a cancel) are printed as they come.
+      const catchingUp = setInterval(() => printer.catchUp(runtime, runId).catch(() => {}), CATCH_UP_MS);
+      let run: RunRecord;
+      try {
+        run = await runtime.waitFor(runId);
+      } finally {
+        clearInterval(catchingUp);
+      }
       await printer.catchUp(runtime, runId);
       printReuse(io, (await runtime.history(runId)).steps, resumedAt);
       return printOutcome(io, run, database);
@@ -69,6 +79,9 @@ export const resumeCommand: Command = {
     }
   },
 };
+
+/** How often transitions recorded by other processes are looked for. */
+const CATCH_UP_MS = 500;
 
 async function readRun(backend: RuntimeBackend, runId: string, database: Database): Promise<RunRecord> {
   try {
@@ -93,14 +106,14 @@ function moduleOf(run: RunRecord, flag: string | undefined): string {
 
 /**
  * Moves the run to RESUMING. A PENDING or RESUMING run nobody holds needs no resume: the worker
- * claims it as it is. While a live worker holds the lease, waits once for the lease to lapse.
+ * claims it as it is; so does a CANCELLING one (cancelled while PAUSED), whose cancel it finishes. While a live worker holds the lease, waits once for the lease to lapse.
  */
 async function requestResume(client: Runtime, runId: string, io: Io, database: Database): Promise<void> {
   let waitedFor: number | undefined;
   for (let raced = 0; ; ) {
     const run = await client.getRun(runId);
     const unheld = run.leaseOwner === null || (run.leaseExpiresAt !== null && run.leaseExpiresAt <= Date.now());
-    if ((run.state === "PENDING" || run.state === "RESUMING") && unheld) {
+    if ((run.state === "PENDING" || run.state === "RESUMING" || run.state === "CANCELLING") && unheld) {
       io.out(`  run is ${run.state} and no worker holds it: driving it here`);
       return;
     }
@@ -132,7 +145,12 @@ async function requestResume(client: Runtime, runId: string, io: Io, database: D
 function printReuse(io: Io, steps: StepRecord[], resumedAt: number): void {
   const shown = steps.filter((s) => s.kind !== "value");
   const restored = shown.filter((s) => s.status === "completed" && s.endedAt !== null && s.endedAt < resumedAt);
-  const ran = shown.filter((s) => !restored.includes(s));
+  // Steps started (or attempted) after the resume; a wait still open since before it did not run.
+  const ran = shown.filter(
+    (s) =>
+      !restored.includes(s) &&
+      (s.startedAt >= resumedAt || (s.endedAt ?? 0) >= resumedAt || s.attempts.some((a) => a.startedAt >= resumedAt)),
+  );
   const names = (list: StepRecord[]) => list.map((s) => `${s.name} (#${s.seq})`).join(", ") || "none";
   io.out();
   io.out(`restored from checkpoints, not run again: ${names(restored)}`);

@@ -1,10 +1,13 @@
-import type { Json } from "../../core/records.ts";
+import type { Json, TransitionRecord } from "../../core/records.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { usageError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
 import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
 import { printOutcome, TransitionPrinter } from "../follow.ts";
+import { truncate, WIDTH } from "../format.ts";
 import { checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
+import { pausedLines, waitCommands, waitLine } from "../waits.ts";
 
 /** `cairn run`: starts a run and prints its transitions as they happen, then its result. */
 export const runCommand: Command = {
@@ -32,7 +35,23 @@ export const runCommand: Command = {
     const agent = pickAgent(module, agentName);
     checkWorkflow(agent, workflow);
     const runtime = cliRuntime(module, await database.open({ create: true }), { ownRuns: [] });
-    const printer = new TransitionPrinter(io);
+    // Set once the run is started; the printer prints nothing before that.
+    let runId = "";
+    let last: TransitionRecord | undefined;
+    const printer = new TransitionPrinter(io, {
+      onPrinted(transition) {
+        last = transition;
+        // Say what the run waits for and how to give it, unless it has moved on meanwhile.
+        if (transition.to === "PAUSED") {
+          void pauseHint(runtime, runId, database.hint).then(
+            (lines) => {
+              if (last === transition) for (const line of lines) io.out(line);
+            },
+            () => {},
+          );
+        }
+      },
+    });
     runtime.onTransition(printer.listener);
     try {
       await runtime.start({ handleSignals: true });
@@ -40,6 +59,7 @@ export const runCommand: Command = {
         ...(key !== undefined && { key }),
         meta: { module: module.file },
       });
+      runId = handle.id;
       io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
       if (!handle.created) io.out(`  a run with key "${key}" already exists: following it`);
       // start({ handleSignals: true }) shuts the runtime down on SIGINT/SIGTERM and exits with 130;
@@ -48,7 +68,9 @@ export const runCommand: Command = {
       const onSignal = (signal: string) => {
         stopping = true;
         io.err(
-          `${signal}: stopping; steps in flight get ${SHUTDOWN_GRACE_S}s to finish, then the run is recorded INTERRUPTED (resume it with: cairn resume ${handle.id}${database.hint})`,
+          last?.to === "PAUSED"
+            ? `${signal}: stopping; the run stays PAUSED (nothing of it runs meanwhile); once it resumes, a \`cairn worker\` or \`cairn resume ${handle.id}${database.hint}\` continues it`
+            : `${signal}: stopping; steps in flight get ${SHUTDOWN_GRACE_S}s to finish, then the run is recorded INTERRUPTED (resume it with: cairn resume ${handle.id}${database.hint})`,
         );
       };
       process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
@@ -74,6 +96,29 @@ export const runCommand: Command = {
     }
   },
 };
+
+/**
+ * What a run that just paused waits for, with the command lines that give it, and what this
+ * process does meanwhile.
+ */
+async function pauseHint(runtime: Runtime, runId: string, hint: string): Promise<string[]> {
+  const run = await runtime.getRun(runId);
+  if (run.state !== "PAUSED") return [];
+  const waits = await runtime.backend.loadWaits(runId);
+  const lines: string[] = [];
+  if (run.pausedReason === "suspended_orphan") lines.push(...pausedLines(run, waits));
+  for (const wait of waits.filter((w) => w.status === "open")) {
+    lines.push(`  ↳ ${truncate(waitLine(wait), WIDTH - 4)}`);
+    // An approval is decided on its payload: `show` prints it with the digest and the command lines.
+    const commands: [string, string][] =
+      wait.kind === "approval"
+        ? [["decide", `cairn show ${run.id}${hint}  (the payload, its digest, cairn approve/deny)`]]
+        : waitCommands(run, wait, hint);
+    for (const [name, command] of commands) lines.push(`      ${name.padEnd(8)} ${command}`);
+  }
+  lines.push("  waiting: this process goes on with the run when it resumes; Ctrl-C leaves it PAUSED");
+  return lines;
+}
 
 /** The runtime's default `shutdownGraceMs`, in seconds. */
 const SHUTDOWN_GRACE_S = 10;

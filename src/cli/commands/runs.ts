@@ -1,10 +1,13 @@
+import type { RunRecord } from "../../core/records.ts";
 import { isRunState } from "../../core/run-state.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { isDeadLocalOwner } from "../../worker/worker-id.ts";
 import { usageError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
 import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
-import { age, stateLabel, table } from "../format.ts";
+import { age, stateLabel, tableBlocks } from "../format.ts";
+import { childRunIds, pausedLines } from "../waits.ts";
 
 /** `cairn runs`: the newest runs, one line each. */
 export const runsCommand: Command = {
@@ -12,9 +15,12 @@ export const runsCommand: Command = {
   summary: "list runs, newest first",
   usage: "cairn runs [--state <state>] [--limit <n>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
-    "--state    only runs in this state (e.g. INTERRUPTED, COMPLETED)",
+    "--state    only runs in this state (e.g. PAUSED, INTERRUPTED, COMPLETED; any case)",
     "--limit    how many runs to list (default 20)",
     "A RUNNING run whose worker is gone is marked (worker gone): `cairn resume <id>` continues it.",
+    "Under each PAUSED run, one line per thing it waits for: a question (`cairn answer`), an approval",
+    "with its approvers and expiry (`cairn approve`, `cairn deny`), a signal (`cairn signal`), a timer",
+    "or a retry with its due time, a child run; `cairn show <id>` has the details and command lines.",
   ],
   positionals: [],
   options: { state: { type: "string" }, limit: { type: "string" }, ...DATABASE_OPTIONS },
@@ -48,13 +54,30 @@ export const runsCommand: Command = {
           age(run.updatedAt, now),
         ];
       });
-      for (const line of table(["ID", "AGENT/WORKFLOW", "STATE", "CREATED", "UPDATED"], rows, "")) io.out(line);
+      const [header = [], ...blocks] = tableBlocks(["ID", "AGENT/WORKFLOW", "STATE", "CREATED", "UPDATED"], rows, "");
+      for (const line of header) io.out(line);
+      for (const [i, block] of blocks.entries()) {
+        for (const line of block) io.out(line);
+        const run = runs[i];
+        if (run?.state === "PAUSED") for (const line of await waitingOn(runtime, run, now)) io.out(line);
+      }
       return 0;
     } finally {
       await runtime.shutdown();
     }
   },
 };
+
+/** What a PAUSED run waits for, one line each. */
+async function waitingOn(runtime: Runtime, run: RunRecord, now: number): Promise<string[]> {
+  const waits = await runtime.backend.loadWaits(run.id);
+  const childStates = new Map<string, string>();
+  for (const id of childRunIds(waits)) {
+    const child = await runtime.backend.getRun(id);
+    if (child) childStates.set(id, stateLabel(child));
+  }
+  return pausedLines(run, waits, { childStates, now });
+}
 
 function parseLimit(text: string | undefined): number {
   if (text === undefined) return 20;

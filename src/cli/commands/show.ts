@@ -1,5 +1,5 @@
 import type { SerializedError } from "../../core/errors.ts";
-import type { Json, RunRecord, StepRecord } from "../../core/records.ts";
+import type { Json, RunRecord, SignalRecord, StepRecord, WaitRecord } from "../../core/records.ts";
 import { isTerminal } from "../../core/run-state.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
@@ -18,22 +18,29 @@ import {
   WIDTH,
   wrap,
 } from "../format.ts";
+import { dueLabel, inboxLines, openWaitDetails, outcomeLabel, waitKindLabel, waitSubject } from "../waits.ts";
 
 /** `cairn show`: one run with its transitions and steps. */
 export const showCommand: Command = {
   name: "show",
-  summary: "show a run: its fields, transitions and steps",
+  summary: "show a run: its fields, transitions, steps and waits",
   usage: "cairn show <runId> [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "Steps: the attempts column counts every attempt, the started and ms columns describe the last one;",
     "earlier attempts that failed or were cut short by a crash are listed under their step.",
+    "Waits: every question, approval, signal, timer, child and retry the run waited for, with how it",
+    "ended. Under an open approval: its payload, digest, approvers and expiry, and the `cairn approve`",
+    "and `cairn deny` command lines to copy; under an open question: its schema and `cairn answer`.",
+    "Signals kept in the run's inbox (sent before anything waited for them) are counted under the waits.",
   ],
   positionals: ["runId"],
   options: { ...DATABASE_OPTIONS },
   async run({ positionals: [runId = ""], values }, io) {
-    const runtime = cliRuntime(undefined, await chooseDatabase(values).open({ create: false }), "client");
+    const database = chooseDatabase(values);
+    const runtime = cliRuntime(undefined, await database.open({ create: false }), "client");
     try {
-      const { run, transitions, steps } = await runtime.history(runId);
+      const { run, transitions, steps, waits } = await runtime.history(runId);
+      const signals = await runtime.backend.listSignals(runId);
       printRun(io, run);
       io.out();
       io.out(`transitions (${transitions.length})`);
@@ -49,12 +56,39 @@ export const showCommand: Command = {
       io.out(`steps (${steps.length})`);
       if (steps.length === 0) io.out(isTerminal(run.state) ? "  none" : "  none yet");
       else printSteps(io, steps);
+      printWaits(io, run, waits, signals, database.hint);
       return 0;
     } finally {
       await runtime.shutdown();
     }
   },
 };
+
+/** The waits section (left out for a run that never waited), then the inbox line. */
+function printWaits(io: Io, run: RunRecord, waits: WaitRecord[], signals: SignalRecord[], hint: string): void {
+  const inbox = inboxLines(signals);
+  if (waits.length === 0 && inbox.length === 0) return;
+  io.out();
+  io.out(`waits (${waits.length})`);
+  const now = Date.now();
+  const rows = waits.map((w) => [
+    w.id,
+    waitKindLabel(w),
+    w.status,
+    `${waitSubject(w)}: ${w.status === "open" ? dueLabel(w, now) || "waiting" : outcomeLabel(w.resolution, w.status)}`,
+  ]);
+  if (rows.length === 0) io.out("  none");
+  else {
+    const [header = [], ...blocks] = tableBlocks(["ID", "KIND", "STATUS", "WHAT: OUTCOME"], rows);
+    for (const line of header) io.out(line);
+    blocks.forEach((block, i) => {
+      for (const line of block) io.out(line);
+      const wait = waits[i];
+      if (wait?.status === "open") for (const line of openWaitDetails(run, wait, hint)) io.out(`       ${line}`);
+    });
+  }
+  for (const line of inbox) io.out(`  ${line}`);
+}
 
 function printRun(io: Io, run: RunRecord): void {
   const now = Date.now();
@@ -77,6 +111,12 @@ function printRun(io: Io, run: RunRecord): void {
   field("versions", `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}`);
   const module = run.meta.module;
   if (typeof module === "string") field("module", module);
+  if (run.parentRunId)
+    field("parent", `run ${run.parentRunId} (if it ends first: ${run.parentClosePolicy ?? "suspend"})`);
+  if (run.stopRequest) {
+    const stop = run.stopRequest;
+    field("stop", `${stop.kind} requested by ${actorLabel(stop.by)} at ${clock(stop.at)}: ${stop.reason}`);
+  }
   field("input", compact(run.input));
   if (run.output !== undefined) field("output", compact(run.output));
   if (run.error) field("error", errorLabel(run.error));
