@@ -74,3 +74,17 @@ describe("TestRuntime: a virtual clock", () => {
     await t.shutdown();
   });
 });
+
+describe("TestRuntime with the expense example", () => {
+  it("answers, then lets the 48-hour approval expire: the run ends BLOCKED", async () => {
+    const { expenses } = await import("../examples/expense-approval.ts");
+    const t = new TestRuntime({ agents: [expenses] });
+    const run = await t.run(expenses, "submit", { employee: "ana", amount: 420, purpose: "client dinner" });
+    expect((await t.settle(run.id, { skipTimers: false })).pausedReason).toBe("awaiting_user");
+    await t.answer(run.id, "w2", { costCenter: "CC-1001" });
+    const ended = await t.settle(run.id);
+    expect(ended.state).toBe("BLOCKED");
+    expect(ended.error?.code).toBe("APPROVAL_EXPIRED");
+    await t.shutdown();
+  });
+});
