@@ -1,4 +1,5 @@
-import type { SerializedError } from "../core/errors.ts";
+import { createHash } from "node:crypto";
+import { InvalidDefinitionError, type SerializedError, StorageError } from "../core/errors.ts";
 import type {
   Actor,
   AttemptRecord,
@@ -22,6 +23,8 @@ import type { PausedReason, RunState } from "../core/run-state.ts";
  * The row shapes of the SQL backends (SQLite, PostgreSQL) and their mapping to records, shared so
  * the backends store and read exactly the same thing. JSON columns hold text: SQL NULL is
  * `undefined`, the JSON text `null` is JSON null, so the two stay distinct through a round trip.
+ * A step's arguments and result above the backend's inline limit are kept out of line in `blobs`
+ * ({@link encodeStep}, {@link rowToStep}).
  */
 
 /** A `runs` row as the SQL backends read it: JSON columns as text, times as numbers. */
@@ -108,6 +111,91 @@ export interface StepRow {
   epoch: number;
 }
 
+/** A `blobs` row: a payload stored out of line, once per content. */
+export interface BlobRow {
+  /** sha-256 of `text`, in hex. */
+  digest: string;
+  /** The payload's JSON text. */
+  text: string;
+  /** UTF-8 bytes of `text`. */
+  bytes: number;
+}
+
+/**
+ * Bytes of JSON text above which a step's arguments or result are stored out of line (in
+ * `blobs`), 256 KiB unless a backend's `inlineLimitBytes` says otherwise.
+ */
+export const DEFAULT_INLINE_LIMIT_BYTES = 256 * 1024;
+
+/**
+ * How a column that holds a reference to a blob begins: its whole text is
+ * `{"$cairnBlob":"sha256:<hex>","bytes":N}`. A payload whose own text begins so is stored out of
+ * line whatever its size, so a column that begins so is always a reference.
+ */
+const BLOB_REF = '{"$cairnBlob":"sha256:';
+
+/** The `inlineLimitBytes` option of a SQL backend, checked, or the default. */
+export function inlineLimit(option: number | undefined, backend: string): number {
+  if (option === undefined) return DEFAULT_INLINE_LIMIT_BYTES;
+  if (!(Number.isSafeInteger(option) && option >= 0)) {
+    throw new InvalidDefinitionError(
+      `${backend} inlineLimitBytes must be a whole number of bytes, 0 or more (got ${String(option)})`,
+    );
+  }
+  return option;
+}
+
+/**
+ * The column text of a payload: its JSON text, or, when that is longer than `limit` bytes, a
+ * reference to a blob that `blobs` receives.
+ */
+function encodePayload(value: Json | undefined, limit: number, blobs: BlobRow[]): string | null {
+  if (value === undefined) return null;
+  const text = JSON.stringify(value);
+  const lookalike = text.startsWith(BLOB_REF);
+  // A UTF-16 code unit takes 1 to 3 bytes of UTF-8: most texts need no count.
+  if (!lookalike && text.length * 3 <= limit) return text;
+  const bytes = Buffer.byteLength(text, "utf8");
+  if (!lookalike && bytes <= limit) return text;
+  const digest = createHash("sha256").update(text, "utf8").digest("hex");
+  if (!blobs.some((b) => b.digest === digest)) blobs.push({ digest, text, bytes });
+  return `${BLOB_REF}${digest}","bytes":${bytes}}`;
+}
+
+/** The digest a column refers to, when it holds a blob reference. */
+function blobDigest(text: string | null): string | undefined {
+  if (text === null || !text.startsWith(BLOB_REF)) return undefined;
+  return text.slice(BLOB_REF.length, BLOB_REF.length + 64);
+}
+
+/** The digests of the blobs `rows` refer to (each once), for the query that loads them. */
+export function stepBlobDigests(rows: readonly StepRow[]): string[] {
+  const digests = new Set<string>();
+  for (const row of rows) {
+    for (const text of [row.args, row.result]) {
+      const digest = blobDigest(text);
+      if (digest) digests.add(digest);
+    }
+  }
+  return [...digests];
+}
+
+/** The blobs' texts by digest. */
+export type BlobTexts = ReadonlyMap<string, string>;
+
+function decodePayload(row: StepRow, column: "args" | "result", blobs: BlobTexts | undefined): Json | undefined {
+  const text = row[column];
+  const digest = blobDigest(text);
+  if (digest === undefined) return decode<Json>(text);
+  const blob = blobs?.get(digest);
+  if (blob === undefined) {
+    throw new StorageError(
+      `run ${row.run_id}, step ${row.seq}: its ${column === "args" ? "arguments are" : "result is"} stored out of line as sha256:${digest}, and the blobs table has no such row; the database lost data (restore it from a backup)`,
+    );
+  }
+  return JSON.parse(blob) as Json;
+}
+
 /** JSON text for a column, or NULL for `undefined`. */
 export function encode(value: unknown): string | null {
   return value === undefined ? null : JSON.stringify(value);
@@ -177,8 +265,11 @@ export function transitionParams(t: TransitionRecord): unknown[] {
   ];
 }
 
-/** The record of a `steps` row. */
-export function rowToStep(row: StepRow): StepRecord {
+/**
+ * The record of a `steps` row. `blobs` holds the texts of the blobs its arguments and result
+ * refer to (see {@link stepBlobDigests}), so a record never carries a reference.
+ */
+export function rowToStep(row: StepRow, blobs?: BlobTexts): StepRecord {
   return {
     runId: row.run_id,
     seq: row.seq,
@@ -186,8 +277,8 @@ export function rowToStep(row: StepRow): StepRecord {
     name: row.name,
     status: row.status as StepRecord["status"],
     argsDigest: row.args_digest,
-    args: decode<Json>(row.args),
-    result: decode<Json>(row.result),
+    args: decodePayload(row, "args", blobs),
+    result: decodePayload(row, "result", blobs),
     error: decode<SerializedError>(row.error),
     attempts: JSON.parse(row.attempts) as AttemptRecord[],
     heartbeat: decode<Json>(row.heartbeat),
@@ -198,19 +289,32 @@ export function rowToStep(row: StepRow): StepRecord {
   };
 }
 
-/**
- * A step's data columns in table order, from `seq` to `ended_at` (without `run_id` and `epoch`,
- * which each backend binds its own way), encoded as every SQL backend stores them.
- */
-export function stepValues(step: StepRecord): unknown[] {
-  return [
+/** A step as a SQL backend writes it: its columns, and the blobs to write with it. */
+export interface EncodedStep {
+  /**
+   * The step's data columns in table order, from `seq` to `ended_at` (without `run_id` and
+   * `epoch`, which each backend binds its own way).
+   */
+  values: unknown[];
+  /**
+   * Arguments or a result whose JSON text is longer than the inline limit: the step's column
+   * holds a reference (`{"$cairnBlob":"sha256:<hex>","bytes":N}`) and the text goes to `blobs`,
+   * in the same transaction. Writing a blob that exists already changes nothing.
+   */
+  blobs: BlobRow[];
+}
+
+/** A step's columns, encoded as every SQL backend stores them; see {@link EncodedStep}. */
+export function encodeStep(step: StepRecord, inlineLimitBytes: number): EncodedStep {
+  const blobs: BlobRow[] = [];
+  const values = [
     step.seq,
     step.kind,
     step.name,
     step.status,
     step.argsDigest,
-    encode(step.args),
-    encode(step.result),
+    encodePayload(step.args, inlineLimitBytes, blobs),
+    encodePayload(step.result, inlineLimitBytes, blobs),
     encode(step.error),
     JSON.stringify(step.attempts),
     encode(step.heartbeat),
@@ -218,6 +322,7 @@ export function stepValues(step: StepRecord): unknown[] {
     step.startedAt,
     step.endedAt,
   ];
+  return { values, blobs };
 }
 
 /**

@@ -36,6 +36,12 @@ export interface EnvelopeHost {
   readonly retryPauseThresholdMs: number;
   /** Steps a run may take; a warning at 80 %, then `StepLimitError`. */
   readonly maxSteps: number;
+  /**
+   * Bytes of JSON text one payload the journal stores may take (step arguments and results,
+   * heartbeat details, a run's output, a child's or successor's input, an approval's payload);
+   * a larger one is refused with `PayloadTooLargeError`.
+   */
+  readonly maxPayloadBytes: number;
   /** Retry policy of domain steps. */
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */

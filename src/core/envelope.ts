@@ -223,7 +223,12 @@ export class WorkflowEnvelope {
     try {
       return {
         kind: "completed",
-        output: toJson(result.output, `the output of workflow "${this.#run.workflow}"`) ?? null,
+        output:
+          toJson(
+            result.output,
+            `the output of workflow "${this.#run.workflow}" (run ${this.#run.id})`,
+            this.#host.maxPayloadBytes,
+          ) ?? null,
       };
     } catch (error) {
       return { kind: "failed", error: serializeError(error) };
@@ -271,7 +276,7 @@ export class WorkflowEnvelope {
       ) => this.#spawn(agent, workflow, input, options?.parentClosePolicy ?? "suspend"),
       patched: (changeId: string) => this.#patched(changeId),
       continueAsNew: (input: unknown) => {
-        const json = toJson(input, "the input of continueAsNew") ?? null;
+        const json = toJson(input, `the input of continueAsNew (run ${run.id})`, this.#host.maxPayloadBytes) ?? null;
         if (this.#diverged) return Promise.reject(this.#diverged);
         this.#settle?.({ kind: "continued", input: json });
         return new Promise<never>(() => {});
@@ -307,7 +312,12 @@ export class WorkflowEnvelope {
       return Promise.reject(error);
     }
     const childId = `${this.#run.id}.${begun.seq}`;
-    const json = toJson(input, `the input of child ${agent}.${workflow}`) ?? null;
+    const json =
+      toJson(
+        input,
+        `the input of child ${agent}.${workflow} (run ${this.#run.id}, step ${begun.seq})`,
+        this.#host.maxPayloadBytes,
+      ) ?? null;
     const handle: ChildHandle = {
       runId: childId,
       // A child that continued as new is followed along its chain, one wait step per run.
@@ -501,7 +511,11 @@ export class WorkflowEnvelope {
     begun?: { seq: number; recorded: StepRecord | undefined },
   ): Promise<R> {
     const { seq, recorded } = begun ?? this.#begin(kind, name);
-    const snapshot = jsonSnapshot(args ?? null, `the arguments of ${kind} "${name}"`);
+    const snapshot = jsonSnapshot(
+      args ?? null,
+      `the arguments of ${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
+      this.#host.maxPayloadBytes,
+    );
     const argsJson = snapshot.json ?? null;
     const argsDigest = digestText(snapshot.text);
     if (recorded) {

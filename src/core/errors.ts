@@ -264,9 +264,21 @@ export class StepLimitError extends CairnError {
   readonly code = "STEP_LIMIT" as const;
 }
 
-/** A payload is larger than the journal takes. */
+/**
+ * A payload (a step's arguments or result, a run's input or output, a signal, an answer …) is
+ * larger than the journal takes (`maxPayloadBytes`). Never retried: it would be as large again.
+ */
 export class PayloadTooLargeError extends CairnError {
   readonly code = "PAYLOAD_TOO_LARGE" as const;
+  /** Bytes of JSON text (UTF-8) the payload took. */
+  readonly bytes: number;
+  /** The limit it went over. */
+  readonly limit: number;
+  constructor(message: string, details: { bytes: number; limit: number }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.bytes = details.bytes;
+    this.limit = details.limit;
+  }
 }
 
 /** Thrown by `RunHandle.result()` when the run did not complete; `code` tells which ending. */

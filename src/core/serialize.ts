@@ -1,16 +1,25 @@
-import { CairnError, NotSerializableError, type SerializedError } from "./errors.ts";
+import { CairnError, NotSerializableError, PayloadTooLargeError, type SerializedError } from "./errors.ts";
 import type { Json } from "./records.ts";
+
+/** The default limit on one JSON payload of the journal: 16 MiB of JSON text (UTF-8). */
+export const DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
 
 /**
  * Checks that `value` survives a JSON round trip and returns the JSON form. Journal payloads
- * must be plain data, because a replay in another process sees only what was stored.
+ * must be plain data, because a replay in another process sees only what was stored. With
+ * `maxBytes`, JSON text longer than that many bytes (UTF-8) is refused with
+ * {@link PayloadTooLargeError}; `what` names the value in the error ("the result of tool …").
  */
-export function toJson(value: unknown, what: string): Json | undefined {
-  return jsonSnapshot(value, what).json;
+export function toJson(value: unknown, what: string, maxBytes?: number): Json | undefined {
+  return jsonSnapshot(value, what, maxBytes).json;
 }
 
 /** Like {@link toJson}, also returning the JSON text (empty for `undefined`). */
-export function jsonSnapshot(value: unknown, what: string): { json: Json | undefined; text: string } {
+export function jsonSnapshot(
+  value: unknown,
+  what: string,
+  maxBytes?: number,
+): { json: Json | undefined; text: string } {
   if (value === undefined) return { json: undefined, text: "" };
   let text: string | undefined;
   try {
@@ -24,7 +33,41 @@ export function jsonSnapshot(value: unknown, what: string): { json: Json | undef
   if (text === undefined) {
     throw new NotSerializableError(`${what} is not JSON (a ${typeof value}); return plain data`);
   }
+  if (maxBytes !== undefined) checkPayloadSize(text, what, maxBytes);
   return { json: JSON.parse(text) as Json, text };
+}
+
+/** The UTF-8 length of `text` when it is over `limit`, else undefined. */
+function bytesOver(text: string, limit: number): number | undefined {
+  // A UTF-16 code unit takes 1 to 3 bytes of UTF-8, so nearly every text needs no count at all.
+  if (text.length * 3 <= limit) return undefined;
+  const bytes = Buffer.byteLength(text, "utf8");
+  return bytes > limit ? bytes : undefined;
+}
+
+/** Throws {@link PayloadTooLargeError} when `text` (JSON) is longer than `limit` bytes. */
+export function checkPayloadSize(text: string, what: string, limit: number): void {
+  const bytes = bytesOver(text, limit);
+  if (bytes === undefined) return;
+  throw new PayloadTooLargeError(
+    `${what} is ${formatBytes(bytes)} of JSON, over the limit of ${formatBytes(limit)} (maxPayloadBytes); store the data elsewhere (a file, an object store, a table of your own) and pass a reference to it, or raise the runtime's maxPayloadBytes`,
+    { bytes, limit },
+  );
+}
+
+/** `1536` → `1.5 KiB (1536 bytes)`. */
+function formatBytes(bytes: number): string {
+  const units = ["KiB", "MiB", "GiB"];
+  let value = bytes;
+  let unit = "";
+  for (const next of units) {
+    if (value < 1024) break;
+    value /= 1024;
+    unit = next;
+  }
+  if (unit === "") return `${bytes} bytes`;
+  const shown = value >= 100 ? Math.round(value).toString() : value.toFixed(1).replace(/\.0$/, "");
+  return `${shown} ${unit} (${bytes} bytes)`;
 }
 
 /** Turns any thrown value into the journal's error shape. */

@@ -24,11 +24,19 @@ class Attempt implements StepExecution {
   readonly #step: StepRecord;
   readonly #record: AttemptRecord;
   readonly #writer: JournalWriter;
-  constructor(step: StepRecord, record: AttemptRecord, writer: JournalWriter, stop: AbortSignal) {
+  readonly #limits: { label: string; maxPayloadBytes: number };
+  constructor(
+    step: StepRecord,
+    record: AttemptRecord,
+    writer: JournalWriter,
+    stop: AbortSignal,
+    limits: { label: string; maxPayloadBytes: number },
+  ) {
     this.#step = step;
     this.#record = record;
     this.#writer = writer;
     this.signal = stop;
+    this.#limits = limits;
   }
 
   get seq(): number {
@@ -43,7 +51,8 @@ class Attempt implements StepExecution {
     // An attempt that already ended (it timed out but its function goes on) must not overwrite
     // the details the next attempt is using.
     if (this.#record.endedAt !== null) return;
-    this.#step.heartbeat = toJson(details ?? null, "heartbeat details") ?? null;
+    this.#step.heartbeat =
+      toJson(details ?? null, `the heartbeat details of ${this.#limits.label}`, this.#limits.maxPayloadBytes) ?? null;
     this.beat();
     this.#writer.later(this.#step, false);
   }
@@ -115,7 +124,10 @@ export async function executeStep<R>(options: {
     const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(record);
     await writer.before(step);
-    const attempt = new Attempt(step, record, writer, stop);
+    const attempt = new Attempt(step, record, writer, stop, {
+      label: limits.label,
+      maxPayloadBytes: host.maxPayloadBytes,
+    });
     try {
       const value = await runAttempt(signal, limits, (attemptSignal, beat) => {
         attempt.signal = attemptSignal;
@@ -123,7 +135,8 @@ export async function executeStep<R>(options: {
         return options.run(attempt);
       });
       if (stop.aborted) throw stop.reason;
-      const result = toJson(value, `the result of ${limits.label}`);
+      // Too large is not retryable (PayloadTooLargeError): the step fails at once.
+      const result = toJson(value, `the result of ${limits.label}`, host.maxPayloadBytes);
       record.endedAt = host.now();
       step.status = "completed";
       step.result = result;

@@ -253,7 +253,12 @@ export class WaitSteps {
     if (expiresInMs === undefined) {
       throw new InvalidDefinitionError("ctx.requestApproval needs expiresInMs: how long the approval stays open");
     }
-    const payload = toJson(request.payload ?? null, `the payload of approval "${request.action}"`) ?? null;
+    const payload =
+      toJson(
+        request.payload ?? null,
+        `the payload of approval "${request.action}" (run ${this.#run.id})`,
+        this.#host.maxPayloadBytes,
+      ) ?? null;
     const approvers = [...(request.approvers ?? [])];
     const digest = approvalDigest(payload);
     return {

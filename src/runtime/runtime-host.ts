@@ -16,6 +16,7 @@ export function createEnvelopeHost(options: {
   clock: Clock;
   retryPauseThresholdMs: number;
   maxSteps: number;
+  maxPayloadBytes: number;
   versions(agent: string): Versions;
   /** Called after a child run was created, so the worker looks for it. */
   onChildCreated(): void;
@@ -54,6 +55,7 @@ export function createEnvelopeHost(options: {
     },
     retryPauseThresholdMs: options.retryPauseThresholdMs,
     maxSteps: options.maxSteps,
+    maxPayloadBytes: options.maxPayloadBytes,
     readDomain: async (domain, entity, params, info) => {
       const provider = domains[domain];
       if (!provider) {

@@ -15,7 +15,7 @@ import {
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { isTerminal, OWNED_STATES } from "../core/run-state.ts";
-import { toJson } from "../core/serialize.ts";
+import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
@@ -65,6 +65,14 @@ export interface RuntimeOptions {
   retryPauseThresholdMs?: number;
   /** Steps a run may take: a warning at 80 %, then `StepLimitError` (use `ctx.continueAsNew`). @default 10000 */
   maxSteps?: number;
+  /**
+   * Bytes of JSON text (UTF-8) one payload of the journal may take: a run's input and output, a
+   * step's arguments and result, heartbeat details, a signal's payload, an answer, an approval's
+   * payload. A larger one is refused with `PayloadTooLargeError`; a tool whose result is too
+   * large fails at once (no retry). Keep large data elsewhere and pass a reference to it.
+   * @default 16 MiB (16777216)
+   */
+  maxPayloadBytes?: number;
 }
 
 /** Everything recorded about a run. */
@@ -101,6 +109,7 @@ export class Runtime {
   readonly #agents = new Map<string, AgentDefinition>();
   readonly #options: RuntimeOptions;
   readonly #logger: Logger;
+  readonly #maxPayloadBytes: number;
   readonly #worker: Worker | undefined;
   readonly #listeners = new Set<Listener>();
   readonly #waiters = new Map<string, Set<(terminal?: RunRecord) => void>>();
@@ -118,6 +127,12 @@ export class Runtime {
     }
     this.#options = options;
     this.#logger = options.logger ?? consoleLogger;
+    this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
+    if (!(Number.isSafeInteger(this.#maxPayloadBytes) && this.#maxPayloadBytes >= 1)) {
+      throw new InvalidDefinitionError(
+        `maxPayloadBytes must be a whole number of bytes, at least 1 (got ${String(options.maxPayloadBytes)})`,
+      );
+    }
     this.backend = options.backend ?? new InMemoryBackend();
     this.clock = options.clock ?? systemClock;
     for (const item of options.agents) {
@@ -145,6 +160,7 @@ export class Runtime {
               clock: this.clock,
               retryPauseThresholdMs: options.retryPauseThresholdMs ?? 5000,
               maxSteps: options.maxSteps ?? 10_000,
+              maxPayloadBytes: this.#maxPayloadBytes,
               versions: (agent) => this.#versions(agent),
               onChildCreated: () => this.#worker?.poke(),
               domains: options.domains ?? {},
@@ -228,7 +244,8 @@ export class Runtime {
       agent: agent.name,
       workflow,
       key: options.key ?? null,
-      input: toJson(input, `the input of workflow "${workflow}"`) ?? null,
+      input:
+        toJson(input, `the input of workflow "${workflow}" of agent "${agent.name}"`, this.#maxPayloadBytes) ?? null,
       versions: this.#versions(agent.name),
       meta: options.meta ?? {},
       actor: options.by ?? { kind: "user", id: "local" },
@@ -497,8 +514,10 @@ export class Runtime {
   #ops(): WaitOperationsHost {
     return {
       backend: this.backend,
-      versions: (run) => this.#versions(run.agent),
+      // A client without the agent's code records the versions the run started with.
+      versions: (run) => (this.#agents.has(run.agent) ? this.#versions(run.agent) : run.versions),
       now: () => this.clock.now(),
+      maxPayloadBytes: this.#maxPayloadBytes,
       getRun: (id) => this.getRun(id),
       emit: (transitions, run) => {
         for (const t of transitions) if (t.runId === run.id) this.#emit(t, run);

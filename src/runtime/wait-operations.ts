@@ -24,6 +24,8 @@ export interface WaitOperationsHost {
   backend: RuntimeBackend;
   versions(run: RunRecord): Versions;
   now(): number;
+  /** Bytes of JSON text a signal's payload or an answer may take (`PayloadTooLargeError` above). */
+  maxPayloadBytes: number;
   getRun(runId: string): Promise<RunRecord>;
   /** Tells listeners and the worker about transitions the operation made. */
   emit(transitions: readonly TransitionRecord[], run: RunRecord): void;
@@ -65,7 +67,7 @@ export async function sendSignal(
   const result = await host.backend.deliverSignal({
     runId,
     name,
-    payload: toJson(payload ?? null, `the payload of signal "${name}"`) ?? null,
+    payload: toJson(payload ?? null, `the payload of signal "${name}" to run ${runId}`, host.maxPayloadBytes) ?? null,
     messageId: options.messageId ?? randomUUID(),
     actor: options.by ?? LOCAL,
     versions: host.versions(run),
@@ -84,7 +86,7 @@ export async function answerQuestion(
   options: { by?: Actor | string } = {},
 ): Promise<ResolveWaitResult> {
   const by = actorOf(options.by) ?? LOCAL;
-  const answer = toJson(value ?? null, "the answer") ?? null;
+  const answer = toJson(value ?? null, `the answer to ${waitId} of run ${runId}`, host.maxPayloadBytes) ?? null;
   const now = host.now();
   return resolve(
     host,
@@ -159,7 +161,7 @@ export async function decideApproval(
       }
       if (options.digest !== details.digest) {
         throw new ApprovalRefusedError(
-          `the digest given for approval "${details.action}" (${approvalId}) is not the digest of its payload (${details.digest}); look at the payload again (\`cairn show ${runId}\`) and decide on what it says`,
+          `the digest given for approval "${details.action}" (${approvalId}) is not the digest of its payload; look at the payload again (\`cairn show ${runId}\`) and decide on what it says`,
           "wrong_digest",
         );
       }

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord } from "../../core/records.ts";
+import type { Json, RunRecord, StepRecord } from "../../core/records.ts";
 import {
   fullStep,
   LEASE_MS,
@@ -121,10 +121,68 @@ export function describeSteps(use: UseBackend): void {
       expect(await b.loadSteps(run.id)).toHaveLength(2);
     });
 
+    it("round-trips a step with a 1 MB result and arguments, and saves it again unchanged", async () => {
+      const b = use();
+      const run = await runningRun(b);
+      const started = { ...startedStep(run.id, 1, run.epoch), args: largeJson("args", 1_000_000) };
+      await b.saveSteps([started], { epoch: run.epoch, sync: false });
+      expect(await b.loadSteps(run.id)).toStrictEqual([started]);
+      const completed: StepRecord = {
+        ...fullStep(run.id, 1, run.epoch),
+        args: started.args,
+        result: largeJson("result", 1_000_000),
+      };
+      await b.saveSteps([completed], { epoch: run.epoch, sync: true });
+      await b.saveSteps([completed], { epoch: run.epoch, sync: true });
+      // A second step with the same large result, in one call with a small one.
+      const same = { ...fullStep(run.id, 2, run.epoch), result: completed.result };
+      await b.saveSteps([same, fullStep(run.id, 3, run.epoch)], { epoch: run.epoch, sync: true });
+      const loaded = await b.loadSteps(run.id);
+      expect(loaded).toStrictEqual([completed, same, fullStep(run.id, 3, run.epoch)]);
+      // Key order and text survive as written.
+      expect(JSON.stringify(loaded[0]?.result)).toBe(JSON.stringify(completed.result));
+    });
+
+    it("stores nothing of a large step whose epoch is stale", async () => {
+      const b = use();
+      const run = await runningRun(b);
+      const large = { ...fullStep(run.id, 1, run.epoch), result: largeJson("stale", 400_000) };
+      expect(await refusal(b.saveSteps([large], { epoch: run.epoch + 1, sync: true }))).toBeInstanceOf(LeaseLostError);
+      expect(await b.loadSteps(run.id)).toEqual([]);
+    });
+
+    it("keeps a small value that looks like an out-of-line reference as the value it is", async () => {
+      const run = await runningRun(use());
+      const lookalike = { $cairnBlob: `sha256:${"0".repeat(64)}`, bytes: 3 };
+      const step = { ...fullStep(run.id, 1, run.epoch), args: lookalike, result: [lookalike] };
+      await use().saveSteps([step], { epoch: run.epoch, sync: true });
+      expect(await use().loadSteps(run.id)).toStrictEqual([step]);
+    });
+
     it("refuses a step of an unknown run with LeaseLostError", async () => {
       const error = await refusal(use().saveSteps([fullStep("ghost", 1, 1)], { epoch: 1, sync: true }));
       expect(error).toBeInstanceOf(LeaseLostError);
       expect(await use().loadSteps("ghost")).toEqual([]);
     });
   });
+}
+
+/**
+ * A JSON value of about `bytes` bytes of text, with keys out of alphabetical order, multi-byte
+ * characters, escapes and numbers, different for each `seed`.
+ */
+export function largeJson(seed: string, bytes: number): Json {
+  const rows: Json[] = [];
+  let size = 0;
+  for (let i = 0; size < bytes; i++) {
+    const row = {
+      z: i,
+      a: `${seed} row ${i} — café ✓ "quoted" \\ 🚀`,
+      m: [i / 7, null, true],
+      n: { y: -(i + 1), b: "" },
+    };
+    size += JSON.stringify(row).length + 1;
+    rows.push(row);
+  }
+  return { seed, rows, count: rows.length };
 }

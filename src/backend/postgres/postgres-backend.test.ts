@@ -1,3 +1,4 @@
+import { createHash } from "node:crypto";
 import { createServer } from "node:net";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
@@ -23,6 +24,7 @@ import {
   VERSIONS,
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
+import { largeJson } from "../conformance/steps-conformance.ts";
 import { PostgresBackend, type PostgresBackendOptions } from "./postgres-backend.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";
 import { statements } from "./postgres-statements.ts";
@@ -106,6 +108,7 @@ describe("PostgresBackend", () => {
         [first.schema],
       );
       expect(tables.rows.map((r) => r.table_name)).toEqual([
+        "blobs",
         "cairn_migrations",
         "runs",
         "signals",
@@ -408,6 +411,98 @@ describe("PostgresBackend", () => {
     expect(JSON.stringify((await backend.getRun(run.id))?.input)).toBe('{"z":1,"a":[{"y":2,"b":3}]}');
   });
 
+  describe("out-of-line payloads", () => {
+    const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+    const reference = (text: string) => `{"$cairnBlob":"sha256:${sha256(text)}","bytes":${Buffer.byteLength(text)}}`;
+
+    /** The step columns (as text) and blobs as the schema holds them. */
+    async function stored(schema: string): Promise<{
+      steps: { seq: number; args: string | null; result: string | null }[];
+      blobs: { digest: string; text: string; bytes: number }[];
+    }> {
+      const q = pg.escapeIdentifier(schema);
+      const steps = await db.query(
+        `SELECT seq, args::text AS args, result::text AS result FROM ${q}.steps ORDER BY run_id, seq`,
+      );
+      const blobs = await db.query(`SELECT digest, text, bytes::integer AS bytes FROM ${q}.blobs ORDER BY digest`);
+      return { steps: steps.rows as never, blobs: blobs.rows as never };
+    }
+
+    it("stores a large result once in blobs, each step row holding a reference, and loads the value", async () => {
+      const backend = await open();
+      const run = await runningRun(backend);
+      const result = largeJson("result", 1_000_000);
+      const text = JSON.stringify(result);
+      const first: StepRecord = { ...fullStep(run.id, 1, run.epoch), result };
+      const second: StepRecord = { ...fullStep(run.id, 2, run.epoch), result };
+      await backend.saveSteps([first], { epoch: run.epoch, sync: true });
+      await backend.saveSteps([second], { epoch: run.epoch, sync: true });
+      await backend.saveSteps([first, { ...second }], { epoch: run.epoch, sync: false });
+      const { steps, blobs } = await stored(backend.schema);
+      expect(steps).toEqual([
+        { seq: 1, args: JSON.stringify(first.args), result: reference(text) },
+        { seq: 2, args: JSON.stringify(second.args), result: reference(text) },
+      ]);
+      expect(blobs).toEqual([{ digest: sha256(text), text, bytes: Buffer.byteLength(text) }]);
+      expect(await backend.loadSteps(run.id)).toStrictEqual([first, second]);
+      const other = await open({ schema: backend.schema });
+      expect(await other.loadSteps(run.id)).toStrictEqual([first, second]);
+    });
+
+    it("keeps JSON text of exactly the inline limit in the row and stores one byte more out of line", async () => {
+      // The limit counts UTF-8 bytes: "é" takes two.
+      const atLimit = "é".repeat(499); // 2 + 998 bytes of JSON text
+      const over = `${atLimit}a`;
+      const small = await open({ inlineLimitBytes: 1000 });
+      const run = await runningRun(small);
+      const step: StepRecord = { ...fullStep(run.id, 1, run.epoch), args: atLimit, result: over };
+      await small.saveSteps([step], { epoch: run.epoch, sync: true });
+      expect((await stored(small.schema)).steps).toEqual([
+        { seq: 1, args: JSON.stringify(atLimit), result: reference(JSON.stringify(over)) },
+      ]);
+      expect(await small.loadSteps(run.id)).toStrictEqual([step]);
+
+      // The default limit: 256 KiB.
+      const backend = await open();
+      const other = await runningRun(backend);
+      const under = "x".repeat(256 * 1024 - 2);
+      const above = "y".repeat(256 * 1024 - 1);
+      const big: StepRecord = { ...fullStep(other.id, 1, other.epoch), args: under, result: above };
+      await backend.saveSteps([big], { epoch: other.epoch, sync: true });
+      const { steps, blobs } = await stored(backend.schema);
+      expect(steps[0]?.args).toBe(JSON.stringify(under));
+      expect(steps[0]?.result).toBe(reference(JSON.stringify(above)));
+      expect(blobs.map((b) => b.bytes)).toEqual([256 * 1024 + 1]);
+      expect(await backend.loadSteps(other.id)).toStrictEqual([big]);
+    });
+
+    it("writes no blob when the fence refuses the step that refers to it", async () => {
+      const backend = await open();
+      const run = await runningRun(backend);
+      const large = { ...fullStep(run.id, 1, run.epoch), result: largeJson("refused", 300_000) };
+      for (const steps of [[large], [startedStep(run.id, 2, run.epoch), large]]) {
+        const error = await backend.saveSteps(steps, { epoch: run.epoch + 1, sync: true }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LeaseLostError);
+      }
+      expect(await stored(backend.schema)).toEqual({ steps: [], blobs: [] });
+    });
+
+    it("stores the same large result from two pools at once as one blob", async () => {
+      const a = await open();
+      const b = await open({ schema: a.schema });
+      const one = await runningRun(a);
+      const two = await runningRun(b);
+      const result = largeJson("shared", 500_000);
+      await Promise.all([
+        a.saveSteps([{ ...fullStep(one.id, 1, one.epoch), result }], { epoch: one.epoch, sync: true }),
+        b.saveSteps([{ ...fullStep(two.id, 1, two.epoch), result }], { epoch: two.epoch, sync: true }),
+      ]);
+      expect((await stored(a.schema)).blobs).toHaveLength(1);
+      expect((await b.loadSteps(one.id))[0]?.result).toStrictEqual(result);
+      expect((await a.loadSteps(two.id))[0]?.result).toStrictEqual(result);
+    });
+  });
+
   it("commits start records and renewals without waiting for the WAL flush, results with it", async () => {
     const levels = async (durability: "machine" | "process") => {
       const pool = new pg.Pool({ connectionString: db.url, max: 2 });
@@ -495,6 +590,11 @@ describe("PostgresBackend", () => {
       expect(() => new PostgresBackend({ schema: "x".repeat(64) })).toThrow(InvalidDefinitionError);
       expect(() => new PostgresBackend({ schema: "" })).toThrow(InvalidDefinitionError);
       expect(() => new PostgresBackend({ max: 0 })).toThrow(/max must be/);
+      for (const inlineLimitBytes of [-1, 1.5, Number.NaN]) {
+        expect(() => new PostgresBackend({ connectionString: db.url, inlineLimitBytes })).toThrow(
+          InvalidDefinitionError,
+        );
+      }
       expect(() => new PostgresBackend({ pool: sharedPool, connectionString: db.url })).toThrow(/not both/);
     });
 

@@ -22,6 +22,7 @@ import { describeTarget, isConnectionError, type PostgresTarget, toStorageError 
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
+  inlineLimit,
   type RunRow,
   rowToRun,
   rowToSignal,
@@ -31,6 +32,7 @@ import {
   runValues,
   type SignalRow,
   type StepRow,
+  stepBlobDigests,
   stepColumns,
   type TransitionRow,
   TYPES,
@@ -115,6 +117,13 @@ export interface PostgresBackendOptions {
    * @default "cairn"
    */
   applicationName?: string;
+  /**
+   * Bytes of JSON text above which a step's arguments or result are stored out of line: once per
+   * content in the `blobs` table (keyed by sha-256), with a small reference in the step's row,
+   * written by the same statement. `loadSteps` returns the full values.
+   * @default 262144 (256 KiB)
+   */
+  inlineLimitBytes?: number;
 }
 
 type Queryable = pg.Pool | pg.PoolClient;
@@ -145,6 +154,8 @@ export class PostgresBackend implements RuntimeBackend {
   readonly schema: string;
   /** See {@link PostgresBackendOptions.durability}. */
   readonly durability: "process" | "machine";
+  /** See {@link PostgresBackendOptions.inlineLimitBytes}. */
+  readonly inlineLimitBytes: number;
   readonly #options: PostgresBackendOptions;
   readonly #target: PostgresTarget;
   readonly #s: Statements;
@@ -171,6 +182,7 @@ export class PostgresBackend implements RuntimeBackend {
     this.#options = options;
     this.schema = schema;
     this.durability = options.durability ?? "machine";
+    this.inlineLimitBytes = inlineLimit(options.inlineLimitBytes, "PostgresBackend");
     this.#target = describeTarget(options, schema);
     this.#s = statements(schema);
     this.#channel = wakeChannel(schema);
@@ -435,7 +447,7 @@ export class PostgresBackend implements RuntimeBackend {
         first.runId,
         options.epoch,
         commitLevel,
-        ...stepColumns(steps),
+        ...stepColumns(steps, this.inlineLimitBytes),
       ]);
       if (written.length > 0) return;
       // The fence refused the write, which therefore changed nothing; the epoch read now only
@@ -450,9 +462,21 @@ export class PostgresBackend implements RuntimeBackend {
 
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const pool = this.#ready();
-    return this.#call("loadSteps", async () =>
-      (await this.#query<StepRow>(pool, this.#s.loadSteps, [runId])).map(rowToStep),
-    );
+    return this.#call("loadSteps", async () => {
+      const rows = await this.#query<StepRow>(pool, this.#s.loadSteps, [runId]);
+      const digests = stepBlobDigests(rows);
+      // A second query outside a transaction is safe: blobs are committed with the steps that
+      // refer to them and never change.
+      const blobs =
+        digests.length === 0
+          ? undefined
+          : new Map(
+              (await this.#query<{ digest: string; text: string }>(pool, this.#s.loadBlobs, [digests])).map(
+                (b) => [b.digest, b.text] as const,
+              ),
+            );
+      return rows.map((row) => rowToStep(row, blobs));
+    });
   }
 
   async #open(): Promise<void> {

@@ -99,7 +99,7 @@ CREATE TABLE ${s}.steps (
   },
   {
     version: 2,
-    name: "waits, signals, stops, child runs and continueAsNew",
+    name: "waits, signals, stops, child runs, continueAsNew and out-of-line payloads",
     // New nullable columns without defaults: a catalog change, no table rewrite. Every index is
     // built in this transaction, under the migration's lock, before any worker of this version
     // writes.
@@ -155,6 +155,15 @@ CREATE TABLE ${s}.signals (
   PRIMARY KEY (run_id, message_id)
 );
 CREATE INDEX signals_by_arrival ON ${s}.signals (run_id, arrival);
+
+-- Step arguments and results above the backend's inline limit, once per content: digest is the
+-- sha-256 (hex) of text, and the step's column holds {"$cairnBlob":"sha256:<digest>","bytes":N}.
+-- TEXT, not JSON: the text was JSON when written and is never looked into by the server.
+CREATE TABLE ${s}.blobs (
+  digest TEXT COLLATE "C" PRIMARY KEY,
+  text   TEXT NOT NULL,
+  bytes  BIGINT NOT NULL
+);
 `,
   },
 ];

@@ -1,8 +1,10 @@
 import pg from "pg";
 import type { StepRecord } from "../../core/records.ts";
-import { stepValues } from "../sql-rows.ts";
+import { type BlobRow, encodeStep } from "../sql-rows.ts";
 
 export {
+  type BlobTexts,
+  inlineLimit,
   type RunRow,
   rowToRun,
   rowToSignal,
@@ -13,6 +15,7 @@ export {
   type SignalRow,
   type StepRow,
   signalValues,
+  stepBlobDigests,
   type TransitionRow,
   transitionParams,
   type WaitRow,
@@ -67,14 +70,27 @@ export function columnArrays(rows: readonly (readonly unknown[])[], width: numbe
 }
 
 /**
- * The steps as one array per column (the `unnest` parameters of the step upsert), in `steps`
- * column order from `seq` to `ended_at`. A later step with the same seq replaces an earlier one,
- * as a second save would.
+ * The parameters of the step upsert after its first three: the steps as one array per column (the
+ * `unnest` parameters), in `steps` column order from `seq` to `ended_at`, then the blobs they
+ * refer to as three arrays (digests, texts, bytes), each blob once. A later step with the same
+ * seq replaces an earlier one, as a second save would.
  */
-export function stepColumns(steps: readonly StepRecord[]): unknown[][] {
+export function stepColumns(steps: readonly StepRecord[], inlineLimitBytes: number): unknown[][] {
   const bySeq = new Map<number, StepRecord>();
   for (const step of steps) bySeq.set(step.seq, step);
-  return columnArrays([...bySeq.values()].map(stepValues), 13);
+  const blobs = new Map<string, BlobRow>();
+  const rows = [...bySeq.values()].map((step) => {
+    const encoded = encodeStep(step, inlineLimitBytes);
+    for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
+    return encoded.values;
+  });
+  const blobList = [...blobs.values()];
+  return [
+    ...columnArrays(rows, 13),
+    blobList.map((b) => b.digest),
+    blobList.map((b) => b.text),
+    blobList.map((b) => b.bytes),
+  ];
 }
 
 /** `name` as a quoted SQL identifier. */

@@ -239,8 +239,14 @@ export interface Statements {
   /** A plan's writes ({@link writePlan}). */
   writePlan: Sql;
   listTransitions: Sql;
+  /**
+   * The fenced upsert of a run's steps ($1 run, $2 epoch, $3 commit level, $4–$16 the step
+   * columns) with the blobs they refer to ($17–$19: digests, texts, bytes), in one statement.
+   */
   saveSteps: Sql;
   loadSteps: Sql;
+  /** The blobs of these digests ($1 text[]). */
+  loadBlobs: Sql;
   /** Every wait of a run, in (seq, id) order. */
   loadWaits: Sql;
   loadWait: Sql;
@@ -349,11 +355,18 @@ export function statements(schema: string): Statements {
     // against a concurrent claim or takeover until this commits, and a claim that committed first
     // is seen (the row is re-read after the wait), so no step is written under an epoch that has
     // moved on. $3 sets synchronous_commit for this transaction only (NULL: leave it as it is).
+    // The blobs are written by the same statement, and only when the fence lets the steps in; a
+    // blob stored already (same digest, same text) is left as it is.
     saveSteps: sql(
       `WITH fence AS (
          SELECT id, set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true)
          FROM ${s}.runs WHERE id = $1 AND epoch = $2
          FOR SHARE
+       ), new_blobs AS (
+         INSERT INTO ${s}.blobs (digest, text, bytes)
+         SELECT b.digest, b.text, b.bytes
+         FROM fence, unnest($17::text[], $18::text[], $19::bigint[]) AS b (digest, text, bytes)
+         ON CONFLICT (digest) DO NOTHING
        )
        INSERT INTO ${s}.steps (${STEP_COLUMNS})
        SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
@@ -368,6 +381,7 @@ export function statements(schema: string): Statements {
        RETURNING seq`,
     ),
     loadSteps: sql(`SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1 ORDER BY seq`),
+    loadBlobs: sql(`SELECT digest, text FROM ${s}.blobs WHERE digest = ANY ($1::text[])`),
     loadWaits: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 ORDER BY seq, id`),
     loadWait: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 AND id = $2`),
     loadEndWaits: sql(

@@ -1,12 +1,12 @@
 import { execFile } from "node:child_process";
-import { randomUUID } from "node:crypto";
+import { createHash, randomUUID } from "node:crypto";
 import { mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative, sep } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { LeaseLostError, StorageError } from "../../core/errors.ts";
-import type { RunRecord } from "../../core/records.ts";
+import { InvalidDefinitionError, LeaseLostError, StorageError } from "../../core/errors.ts";
+import type { RunRecord, StepRecord } from "../../core/records.ts";
 import { runBackendConformance } from "../conformance/backend-conformance.ts";
 import {
   fullStep,
@@ -21,6 +21,7 @@ import {
   T0,
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
+import { largeJson } from "../conformance/steps-conformance.ts";
 import { transitionParams } from "../sql-rows.ts";
 import { pendingRun } from "../transition-rules.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
@@ -187,13 +188,14 @@ process.stdout.write(JSON.stringify(got));
     }
   });
 
-  it("fsyncs every durable write in machine mode and switches to NORMAL only for sync: false steps", async () => {
+  it("fsyncs every durable write in machine mode and switches to NORMAL for sync: false steps and claims", async () => {
     const backend = await open();
     expect(backend.durability).toBe("machine");
     expect(backend.synchronous).toBe("FULL");
     const { run } = await backend.createRun(runInput());
+    // A claim rides on the synchronous transition a worker always makes next.
     const claimed = (await backend.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })) as RunRecord;
-    expect(backend.synchronous).toBe("FULL");
+    expect(backend.synchronous).toBe("NORMAL");
     await backend.saveSteps([startedStep(run.id, 1, claimed.epoch)], { epoch: claimed.epoch, sync: false });
     expect(backend.synchronous).toBe("NORMAL");
     await backend.saveSteps([fullStep(run.id, 1, claimed.epoch)], { epoch: claimed.epoch, sync: true });
@@ -314,12 +316,100 @@ process.stdout.write(JSON.stringify(got));
       expect(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'runs_by_key'").pluck().get()).toMatch(
         /WHERE run_key IS NOT NULL AND continued_to IS NULL/,
       );
+      expect(raw.prepare("SELECT count(*) FROM blobs").pluck().get()).toBe(0);
     } finally {
       raw.close();
     }
     // Opening it again migrates nothing more.
     await backend.close();
     expect(await (await open({ path })).getRun(run.id)).toStrictEqual(run);
+  });
+
+  describe("out-of-line payloads", () => {
+    const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+    const reference = (text: string) => `{"$cairnBlob":"sha256:${sha256(text)}","bytes":${Buffer.byteLength(text)}}`;
+
+    /** The step columns and blobs as the file holds them. */
+    function stored(path: string): {
+      steps: { seq: number; args: string | null; result: string | null }[];
+      blobs: { digest: string; text: string; bytes: number }[];
+    } {
+      const raw = new Database(path, { readonly: true });
+      try {
+        return {
+          steps: raw.prepare("SELECT seq, args, result FROM steps ORDER BY run_id, seq").all() as never,
+          blobs: raw.prepare("SELECT digest, text, bytes FROM blobs ORDER BY digest").all() as never,
+        };
+      } finally {
+        raw.close();
+      }
+    }
+
+    it("stores a large result once in blobs, each step row holding a reference, and loads the value", async () => {
+      const backend = await open();
+      const run = await runningRun(backend);
+      const result = largeJson("result", 1_000_000);
+      const text = JSON.stringify(result);
+      const first: StepRecord = { ...fullStep(run.id, 1, run.epoch), result };
+      const second: StepRecord = { ...fullStep(run.id, 2, run.epoch), result };
+      await backend.saveSteps([first], { epoch: run.epoch, sync: true });
+      await backend.saveSteps([second], { epoch: run.epoch, sync: true });
+      await backend.saveSteps([first], { epoch: run.epoch, sync: true });
+      const { steps, blobs } = stored(backend.path);
+      expect(steps).toEqual([
+        { seq: 1, args: JSON.stringify(first.args), result: reference(text) },
+        { seq: 2, args: JSON.stringify(second.args), result: reference(text) },
+      ]);
+      expect(blobs).toEqual([{ digest: sha256(text), text, bytes: Buffer.byteLength(text) }]);
+      expect(await backend.loadSteps(run.id)).toStrictEqual([first, second]);
+      await backend.close();
+      const reopened = await open({ path: backend.path });
+      expect(await reopened.loadSteps(run.id)).toStrictEqual([first, second]);
+    });
+
+    it("keeps JSON text of exactly the inline limit in the row and stores one byte more out of line", async () => {
+      // The limit counts UTF-8 bytes: "é" takes two.
+      const atLimit = "é".repeat(499); // 2 + 998 bytes of JSON text
+      const over = `${atLimit}a`;
+      const small = await open({ inlineLimitBytes: 1000 });
+      const run = await runningRun(small);
+      const step: StepRecord = { ...fullStep(run.id, 1, run.epoch), args: atLimit, result: over };
+      await small.saveSteps([step], { epoch: run.epoch, sync: true });
+      expect(stored(small.path).steps).toEqual([
+        { seq: 1, args: JSON.stringify(atLimit), result: reference(JSON.stringify(over)) },
+      ]);
+      expect(await small.loadSteps(run.id)).toStrictEqual([step]);
+
+      // The default limit: 256 KiB.
+      const backend = await open();
+      const other = await runningRun(backend);
+      const under = "x".repeat(256 * 1024 - 2);
+      const above = "y".repeat(256 * 1024 - 1);
+      const big: StepRecord = { ...fullStep(other.id, 1, other.epoch), args: under, result: above };
+      await backend.saveSteps([big], { epoch: other.epoch, sync: true });
+      const { steps, blobs } = stored(backend.path);
+      expect(steps[0]?.args).toBe(JSON.stringify(under));
+      expect(steps[0]?.result).toBe(reference(JSON.stringify(above)));
+      expect(blobs.map((b) => b.bytes)).toEqual([256 * 1024 + 1]);
+      expect(await backend.loadSteps(other.id)).toStrictEqual([big]);
+    });
+
+    it("writes no blob when the fence refuses the step that refers to it", async () => {
+      const backend = await open();
+      const run = await runningRun(backend);
+      const large = { ...fullStep(run.id, 1, run.epoch), result: largeJson("refused", 300_000) };
+      for (const steps of [[large], [startedStep(run.id, 2, run.epoch), large]]) {
+        const error = await backend.saveSteps(steps, { epoch: run.epoch + 1, sync: true }).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(LeaseLostError);
+      }
+      expect(stored(backend.path)).toEqual({ steps: [], blobs: [] });
+    });
+
+    it("refuses an inlineLimitBytes that is not a whole number of bytes", () => {
+      for (const inlineLimitBytes of [-1, 1.5, Number.NaN]) {
+        expect(() => new SqliteBackend({ path: ":memory:", inlineLimitBytes })).toThrow(InvalidDefinitionError);
+      }
+    });
   });
 
   it("creates the parent directory when it is missing", async () => {

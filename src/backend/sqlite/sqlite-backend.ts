@@ -19,7 +19,18 @@ import type {
   TransitionRequest,
 } from "../backend.ts";
 import { toStorageError } from "./sqlite-errors.ts";
-import { migrate, type RunRow, rowToRun, rowToSignal, rowToStep, rowToTransition, rowToWait } from "./sqlite-schema.ts";
+import {
+  encodeStep,
+  inlineLimit,
+  migrate,
+  type RunRow,
+  rowToRun,
+  rowToSignal,
+  rowToStep,
+  rowToTransition,
+  rowToWait,
+  stepBlobDigests,
+} from "./sqlite-schema.ts";
 import { type Db, prepareStatements, type Statements, type Stmt, saveStepFenced } from "./sqlite-statements.ts";
 import { prepareTransactions, type Transactions } from "./sqlite-transactions.ts";
 
@@ -32,9 +43,9 @@ export interface SqliteBackendOptions {
   path: string;
   /**
    * What a committed checkpoint survives. `"machine"`: a power loss or kernel crash, because
-   * every completed step, transition, claim and new run, and every write of waits, signals and
-   * stops is fsynced (`synchronous=FULL`); start records, heartbeats and lease renewals ride on
-   * cheaper commits that a later fsync covers. `"process"`: a crash of the process only; nothing
+   * every completed step, transition and new run, and every write of waits, signals and stops is
+   * fsynced (`synchronous=FULL`); start records, heartbeats, claims and lease renewals ride on
+   * cheaper commits that a later fsync covers (a claim is always followed by a transition). `"process"`: a crash of the process only; nothing
    * is fsynced on commit (`synchronous=NORMAL` throughout), which is several times faster.
    * @default "machine"
    */
@@ -45,6 +56,13 @@ export interface SqliteBackendOptions {
    * @default 5000
    */
   busyTimeoutMs?: number;
+  /**
+   * Bytes of JSON text above which a step's arguments or result are stored out of line: once per
+   * content in the `blobs` table (keyed by sha-256), with a small reference in the step's row,
+   * written in the same transaction. `loadSteps` returns the full values.
+   * @default 262144 (256 KiB)
+   */
+  inlineLimitBytes?: number;
 }
 
 /** A value of SQLite's `synchronous` setting. */
@@ -67,6 +85,8 @@ export class SqliteBackend implements RuntimeBackend {
   /** See {@link SqliteBackendOptions.durability}. */
   readonly durability: "process" | "machine";
   readonly #busyTimeoutMs: number;
+  /** See {@link SqliteBackendOptions.inlineLimitBytes}. */
+  readonly inlineLimitBytes: number;
   #db: Db | undefined;
   #s: Statements | undefined;
   #tx: Transactions | undefined;
@@ -81,6 +101,7 @@ export class SqliteBackend implements RuntimeBackend {
     this.path = options.path;
     this.durability = options.durability ?? "machine";
     this.#busyTimeoutMs = options.busyTimeoutMs ?? 5000;
+    this.inlineLimitBytes = inlineLimit(options.inlineLimitBytes, "SqliteBackend");
   }
 
   /** Opens the file, sets WAL, the busy timeout and foreign keys, and creates or checks the schema. */
@@ -175,7 +196,10 @@ export class SqliteBackend implements RuntimeBackend {
 
   async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
     const { tx } = this.#open();
-    return this.#write(true, "claimRun", () => tx.claim.immediate(request));
+    // Not fsynced: a worker follows every claim with a synchronous transition (RUNNING, or the
+    // end of a cancellation), whose fsync covers the claim (WAL order). A power loss before it
+    // loses a claim whose workers died with the machine: the run is simply claimable again.
+    return this.#write(false, "claimRun", () => tx.claim.immediate(request));
   }
 
   async renewLeases(request: RenewRequest): Promise<string[]> {
@@ -209,16 +233,31 @@ export class SqliteBackend implements RuntimeBackend {
     const { s, tx } = this.#open();
     if (steps.length === 0) return;
     this.#write(options.sync, "saveSteps", () => {
-      // One step: fence and upsert are one statement, so one transaction without BEGIN. Several:
-      // one immediate transaction, rolled back whole if the fence refuses any of them.
-      if (steps.length === 1) saveStepFenced(s, steps[0] as StepRecord, options.epoch);
-      else tx.saveSteps.immediate(steps, options.epoch);
+      const encoded = steps.map((step) => ({ step, encoded: encodeStep(step, this.inlineLimitBytes) }));
+      const [only] = encoded;
+      // One step without blobs: fence and upsert are one statement, so one transaction without
+      // BEGIN. Otherwise one immediate transaction, rolled back whole if the fence refuses any.
+      if (encoded.length === 1 && only && only.encoded.blobs.length === 0) {
+        saveStepFenced(s, only.step, only.encoded, options.epoch);
+      } else {
+        tx.saveSteps.immediate(encoded, options.epoch);
+      }
     });
   }
 
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const { s } = this.#open();
-    return this.#read("loadSteps", () => s.loadSteps.all(runId).map(rowToStep));
+    return this.#read("loadSteps", () => {
+      const rows = s.loadSteps.all(runId);
+      const digests = stepBlobDigests(rows);
+      // A second read outside a transaction is safe: blobs are written with the steps that refer
+      // to them and never change.
+      const blobs =
+        digests.length === 0
+          ? undefined
+          : new Map(s.loadBlobs.all(JSON.stringify(digests)).map((b) => [b.digest, b.text] as const));
+      return rows.map((row) => rowToStep(row, blobs));
+    });
   }
 
   async suspend(request: SuspendRequest): Promise<SuspendResult> {

@@ -1,10 +1,14 @@
 import type Database from "better-sqlite3";
 import { StorageError } from "../../core/errors.ts";
-import type { StepRecord } from "../../core/records.ts";
-import { stepValues } from "../sql-rows.ts";
 
 export {
+  type BlobRow,
+  type BlobTexts,
+  DEFAULT_INLINE_LIMIT_BYTES,
+  type EncodedStep,
   encode,
+  encodeStep,
+  inlineLimit,
   RUN_COLUMNS,
   type RunRow,
   rowToRun,
@@ -17,6 +21,7 @@ export {
   type SignalRow,
   type StepRow,
   signalValues,
+  stepBlobDigests,
   type TransitionRow,
   transitionParams,
   WAIT_COLUMNS,
@@ -102,9 +107,12 @@ CREATE TABLE IF NOT EXISTS steps (
 
 /**
  * Schema version 2, on top of version 1: waits, signals and stops (parent and child runs,
- * `continueAsNew`). The key index leaves out runs that were continued, so a successor takes the
- * key over. Signals keep their arrival order in `arrival`, an alias of the rowid (which, unlike
- * an implicit rowid, VACUUM keeps).
+ * `continueAsNew`), and out-of-line payloads. The key index leaves out runs that were continued,
+ * so a successor takes the key over. Signals keep their arrival order in `arrival`, an alias of
+ * the rowid (which, unlike an implicit rowid, VACUUM keeps). `blobs` holds step arguments and
+ * results above the backend's inline limit, once per content (`digest`, the sha-256 of `text`);
+ * the step's column holds `{"$cairnBlob":"sha256:<digest>","bytes":N}`. It is a rowid table:
+ * large rows live on overflow pages, which suits a rowid table better than a WITHOUT ROWID one.
  */
 export const MIGRATION_V2 = `
 ALTER TABLE runs ADD COLUMN parent_run_id TEXT;
@@ -143,6 +151,12 @@ CREATE TABLE signals (
   consumed_by TEXT,
   UNIQUE (run_id, message_id)
 );
+
+CREATE TABLE blobs (
+  digest TEXT PRIMARY KEY,
+  text   TEXT NOT NULL,
+  bytes  INTEGER NOT NULL
+);
 `;
 
 /** Every schema version and the DDL that brings the version before it there, in order. */
@@ -152,11 +166,12 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
 ];
 
 /**
- * The positional parameters of the fenced step upsert: the step's columns in table order (with
- * `epoch` being the writer's), then the run id and epoch of the fence.
+ * The positional parameters of the fenced step upsert: the step's columns in table order (the
+ * encoded `values` of `encodeStep`, with `epoch` being the writer's), then the run id and epoch
+ * of the fence.
  */
-export function stepParams(step: StepRecord, epoch: number): unknown[] {
-  return [step.runId, ...stepValues(step), epoch, step.runId, epoch];
+export function stepParams(runId: string, values: readonly unknown[], epoch: number): unknown[] {
+  return [runId, ...values, epoch, runId, epoch];
 }
 
 /**

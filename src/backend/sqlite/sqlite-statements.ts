@@ -5,6 +5,7 @@ import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
 import { RUNNABLE_STATES } from "../transition-rules.ts";
 import { hasEnded } from "../wait-rules.ts";
 import {
+  type EncodedStep,
   RUN_COLUMNS,
   type RunRow,
   SIGNAL_COLUMNS,
@@ -59,6 +60,10 @@ export interface Statements {
   listTransitions: Stmt<[string], TransitionRow>;
   saveStep: Stmt;
   loadSteps: Stmt<[string], StepRow>;
+  /** Digest, text, bytes; a blob stored already is left as it is. */
+  insertBlob: Stmt<[string, string, number]>;
+  /** The blobs of a JSON array of digests. */
+  loadBlobs: Stmt<[string], { digest: string; text: string }>;
   getWait: Stmt<[string, string], WaitRow>;
   /** A run's waits in (seq, id) order. */
   listWaits: Stmt<[string], WaitRow>;
@@ -81,11 +86,15 @@ export interface Statements {
 }
 
 /**
- * Upserts one step if the run is still at `epoch` (fence and write are one statement); a
- * refused write changed nothing, and the epoch read afterwards only words the error.
+ * Upserts one step if the run is still at `epoch` (fence and write are one statement), then the
+ * blobs it refers to (inside the caller's transaction when there are any); a refused write
+ * changed nothing, and the epoch read afterwards only words the error.
  */
-export function saveStepFenced(s: Statements, step: StepRecord, epoch: number): void {
-  if (s.saveStep.run(...stepParams(step, epoch)).changes === 1) return;
+export function saveStepFenced(s: Statements, step: StepRecord, encoded: EncodedStep, epoch: number): void {
+  if (s.saveStep.run(...stepParams(step.runId, encoded.values, epoch)).changes === 1) {
+    for (const blob of encoded.blobs) s.insertBlob.run(blob.digest, blob.text, blob.bytes);
+    return;
+  }
   const run = s.getEpoch.get(step.runId);
   if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
   throw new LeaseLostError(
@@ -157,6 +166,12 @@ export function prepareStatements(db: Db): Statements {
          started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch`,
     ),
     loadSteps: db.prepare<[string], StepRow>("SELECT * FROM steps WHERE run_id = ? ORDER BY seq"),
+    insertBlob: db.prepare<[string, string, number]>(
+      "INSERT INTO blobs (digest, text, bytes) VALUES (?, ?, ?) ON CONFLICT (digest) DO NOTHING",
+    ),
+    loadBlobs: db.prepare<[string], { digest: string; text: string }>(
+      "SELECT digest, text FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
+    ),
     getWait: db.prepare<[string, string], WaitRow>("SELECT * FROM waits WHERE run_id = ? AND id = ?"),
     listWaits: db.prepare<[string], WaitRow>("SELECT * FROM waits WHERE run_id = ? ORDER BY seq, id"),
     openWaits: db.prepare<[string], WaitRow>(

@@ -26,6 +26,7 @@ import {
   planTransition,
 } from "../wait-rules.ts";
 import {
+  type EncodedStep,
   rowToRun,
   rowToSignal,
   rowToWait,
@@ -52,7 +53,8 @@ export interface Transactions {
   claim: Tx<(request: ClaimRequest) => RunRecord | undefined>;
   renew: Tx<(request: RenewRequest) => string[]>;
   transition: Tx<(request: TransitionRequest) => { run: RunRecord; transition: TransitionRecord }>;
-  saveSteps: Tx<(steps: readonly StepRecord[], epoch: number) => void>;
+  /** Steps with their encoded columns and blobs (`encodeStep`). */
+  saveSteps: Tx<(steps: readonly { step: StepRecord; encoded: EncodedStep }[], epoch: number) => void>;
   suspend: Tx<(request: SuspendRequest) => SuspendResult>;
   resolveWait: Tx<(request: ResolveWaitRequest) => ResolveWaitResult>;
   deliverSignal: Tx<(request: SignalRequest) => SignalResult>;
@@ -136,8 +138,8 @@ export function prepareTransactions(db: Db, s: Statements, file: string): Transa
       applyPlan(s, plan, file);
       return result;
     }),
-    saveSteps: db.transaction((steps: readonly StepRecord[], epoch: number) => {
-      for (const step of steps) saveStepFenced(s, step, epoch);
+    saveSteps: db.transaction((steps: readonly { step: StepRecord; encoded: EncodedStep }[], epoch: number) => {
+      for (const { step, encoded } of steps) saveStepFenced(s, step, encoded, epoch);
     }),
     suspend: db.transaction((request: SuspendRequest): SuspendResult => {
       const run = getRun(s, request.runId);
