@@ -71,6 +71,13 @@ describe("cairn CLI", () => {
     expect(r.stdout).toContain('"summary": "2026-Q3: revenue EUR 83.9M');
   });
 
+  it("applies the module's runtimeOptions limits (maxSteps)", async () => {
+    const r = await cairn(["run", "test/fixtures/limited-agent.ts", "limited", "five", "--db", db]);
+    expect(r.code).toBe(1);
+    expect(r.stderr).toMatch(/STEP_LIMIT/);
+    expect(r.stderr).toMatch(/limit of 3 steps/);
+  });
+
   it("exits 1 with the run's error when the run fails", async () => {
     const r = await cairn(["run", example, "report_builder", "build", "--db", db]);
     expect(r.code).toBe(1);

@@ -20,7 +20,8 @@ export type CliWorker = "client" | { ownRuns: readonly string[] } | WorkerOption
 
 /** A runtime for one CLI process. */
 export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBackend, worker: CliWorker): Runtime {
-  const { domains, models, domainRetry, modelRetry } = module?.config ?? {};
+  const { domains, models, domainRetry, modelRetry, retryPauseThresholdMs, maxSteps, maxPayloadBytes } =
+    module?.config ?? {};
   const own = typeof worker === "object" && "ownRuns" in worker ? worker.ownRuns : undefined;
   let workerOptions: WorkerOptions | false;
   if (worker === "client") workerOptions = false;
@@ -33,6 +34,9 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     ...(models && { models }),
     ...(domainRetry && { domainRetry }),
     ...(modelRetry && { modelRetry }),
+    ...(retryPauseThresholdMs !== undefined && { retryPauseThresholdMs }),
+    ...(maxSteps !== undefined && { maxSteps }),
+    ...(maxPayloadBytes !== undefined && { maxPayloadBytes }),
     worker: workerOptions,
   });
 }

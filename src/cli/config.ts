@@ -14,6 +14,12 @@ export interface CairnConfig {
   domainRetry?: NonNullable<RuntimeOptions["domainRetry"]>;
   /** Retry policy of `ctx.llm` steps. @default the tool defaults */
   modelRetry?: NonNullable<RuntimeOptions["modelRetry"]>;
+  /** Retry backoffs at least this long pause the run (awaiting_retry). @default 5000 */
+  retryPauseThresholdMs?: number;
+  /** Steps a run may take. @default 10000 */
+  maxSteps?: number;
+  /** Bytes of JSON one stored payload may take. @default 16 MiB */
+  maxPayloadBytes?: number;
 }
 
 /**

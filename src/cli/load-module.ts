@@ -128,19 +128,19 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     }
     if (from.size > 0) (config as Record<string, unknown>)[key] = merged;
   }
-  for (const key of ["domainRetry", "modelRetry"] as const) {
+  for (const key of ["domainRetry", "modelRetry", "retryPauseThresholdMs", "maxSteps", "maxPayloadBytes"] as const) {
     let chosen: { value: NonNullable<CairnConfig[typeof key]>; path: string } | undefined;
     for (const module of modules) {
       const value = module.config[key];
       if (value === undefined) continue;
       if (chosen && chosen.value !== value && JSON.stringify(chosen.value) !== JSON.stringify(value)) {
         throw new CliError(
-          `runtimeOptions.${key} differs between ${chosen.path} and ${module.path}; a worker has one ${key} policy: make them equal or set it in one module only`,
+          `runtimeOptions.${key} differs between ${chosen.path} and ${module.path}; a worker has one ${key}: make them equal or set it in one module only`,
         );
       }
       chosen ??= { value, path: module.path };
     }
-    if (chosen) config[key] = chosen.value;
+    if (chosen) (config as Record<string, unknown>)[key] = chosen.value;
   }
   return { agents, config };
 }
