@@ -56,7 +56,9 @@ function counts(dir: string): number[] {
 const POINTS = ["before-start", "before-result", "after-result"] as const;
 const cases = POINTS.flatMap((point) => Array.from({ length: TOOL_COUNT }, (_, i) => ({ point, seq: i + 1 })));
 
-describe.concurrent("SIGKILL at every step boundary, resumed by a fresh process", () => {
+// Each case starts two tsx processes, five cases at a time: on a loaded 2-core machine that can
+// take far longer than the default 30 s without anything being wrong.
+describe.concurrent("SIGKILL at every step boundary, resumed by a fresh process", { timeout: 120_000 }, () => {
   it.each(cases)("kill $point of tool $seq", async ({ point, seq }) => {
     const dir = mkdtempSync(join(root, `${point}-${seq}-`));
     const db = join(dir, "cairn.db");
