@@ -2,7 +2,7 @@ import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
 import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
-import { CancelledError, LeaseLostError, RuntimeClosedError } from "../core/errors.ts";
+import { CancelledError, LeaseLostError, RuntimeClosedError, StorageError } from "../core/errors.ts";
 import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
 import { serializeError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
@@ -248,6 +248,15 @@ export class Worker {
       .catch((error: unknown) => {
         if (error instanceof LeaseLostError || error instanceof RuntimeClosedError) {
           this.#deps.logger.warn(`dropped run ${run.id}: ${(error as Error).message}`);
+        } else if (error instanceof StorageError) {
+          // The store failed under the run (a database restart, a lost connection) and the run
+          // could not be handed back (INTERRUPTED not recorded). Not an error of the run: its lease
+          // is no longer renewed, and once it lapses any worker records INTERRUPTED and resumes the
+          // run from what was committed. A commit that failed on a lost connection may have
+          // committed or not; nothing here depends on which, recovery reads the run's row.
+          this.#deps.logger.warn(
+            `dropped run ${run.id}: ${firstLine(error.message)}; it resumes from its checkpoints once its lease lapses`,
+          );
         } else {
           this.#deps.logger.error(`run ${run.id} could not be driven`, { error: serializeError(error) });
         }

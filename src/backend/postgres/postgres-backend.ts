@@ -546,16 +546,34 @@ export class PostgresBackend implements RuntimeBackend {
   async #withClient<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>, pool: pg.Pool): Promise<T> {
     let client: pg.PoolClient | undefined;
     let discard = false;
+    // pg-pool listens for 'error' only on idle connections. A connection the server drops while it
+    // is checked out (a restart's "terminating connection due to administrator command" arriving
+    // between two statements, or right behind the reply that handed the connection over, in the
+    // same packet) emits 'error' with nobody listening, which would end the process. Heard here
+    // instead: the statement in flight, or the next one, fails, and the connection is closed
+    // rather than reused. The listener is added in the pool's callback, in the same tick as the
+    // hand-over; a promise would leave a gap for an error already in the socket's buffer.
+    let lost = false;
+    const onLost = () => {
+      lost = true;
+    };
     try {
-      client = await pool.connect();
+      client = await new Promise<pg.PoolClient>((resolve, reject) =>
+        pool.connect((error, connected) => {
+          if (error || !connected) return reject(error);
+          connected.on("error", onLost);
+          resolve(connected);
+        }),
+      );
       return await work(client);
     } catch (error) {
       if (error instanceof PassThrough) throw error.error;
-      discard = client !== undefined && (this.#doomed.has(client) || isConnectionError(error));
+      discard = client !== undefined && (lost || this.#doomed.has(client) || isConnectionError(error));
       throw toStorageError(error, this.#target, operation);
     } finally {
+      client?.removeListener("error", onLost);
       // release(true) closes the connection instead of handing it to the next caller.
-      client?.release(discard);
+      client?.release(discard || lost);
     }
   }
 

@@ -76,7 +76,9 @@ export class WakeListener {
       const wake = parsePayload(message.payload);
       if (wake) this.#onWake(wake);
     });
+    let dropped = false;
     const lost = () => {
+      dropped = true;
       if (this.#client !== client) return;
       this.#client = undefined;
       client.end().catch(() => undefined);
@@ -86,8 +88,13 @@ export class WakeListener {
     client.on("end", lost);
     await client.connect();
     await client.query(`LISTEN ${pg.escapeIdentifier(this.#channel)}`);
-    if (this.#stopped) {
+    if (this.#stopped || dropped) {
       await client.end().catch(() => undefined);
+      // A server going down can send its "terminating connection" right behind the LISTEN's reply,
+      // heard before this line runs, when `lost` could not know the connection yet: keeping it
+      // would leave the listener deaf with nothing to reconnect it. Failing makes the caller try
+      // again (the reconnect loop) or report it (start()).
+      if (dropped && !this.#stopped) throw new Error("the LISTEN connection was closed as it was opened");
       return;
     }
     this.#client = client;
