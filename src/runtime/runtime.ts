@@ -9,6 +9,7 @@ import {
   RunNotFoundError,
   RunNotResumableError,
   RuntimeClosedError,
+  StorageError,
   UnknownNameError,
   WaitTimeoutError,
 } from "../core/errors.ts";
@@ -302,11 +303,16 @@ export class Runtime {
       this.#logger.warn("wake-ups unavailable; waiting by polling", { error: String(error) }),
     );
     for (;;) {
-      const run = await this.getRun(runId);
-      if (isTerminal(run.state)) return run;
+      // Storage that is down for a while (a database restart) is waited out like a slow run.
+      const run = await this.getRun(runId).catch((error: unknown) => {
+        if (!(error instanceof StorageError) || Date.now() >= deadline) throw error;
+        this.#logger.warn(`waiting for run ${runId}: storage unavailable, trying again`, { error: error.message });
+        return undefined;
+      });
+      if (run && isTerminal(run.state)) return run;
       const left = deadline - Date.now();
       if (left <= 0) {
-        throw new WaitTimeoutError(`run ${runId} is still ${run.state} after ${options.timeoutMs} ms`);
+        throw new WaitTimeoutError(`run ${runId} is still ${run?.state ?? "unknown"} after ${options.timeoutMs} ms`);
       }
       // Woken with the run when this runtime records its terminal transition: returned as is, so a
       // run interrupted by this runtime's own shutdown is reported even though it is now closed.
