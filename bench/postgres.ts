@@ -1,0 +1,905 @@
+/**
+ * Cairn on PostgreSQL beside DBOS Transact and LangGraph.js (PostgresSaver), on one server, each
+ * system in a database of its own that this bench creates and drops (Cairn's configurations in
+ * schemas of their own in its database). Prints the machine and the server's settings, then:
+ *
+ * 1. Sequential: one run of N trivial steps (default 1,000) per system and round, in this process:
+ *    the bare cost of one synchronous commit of a small row, Cairn's PostgresBackend with
+ *    durability "machine" (and "process"), DBOS and LangGraph, each once per round in turn (default
+ *    3 rounds, a warm-up run first) so that what else the shared server does falls on all of them;
+ *    µs per step (median round) and p50/p90/p99, with the CPU this process and the system's server
+ *    backends spent per step.
+ * 2. Concurrent: R runs × S steps (default 50 × 20) started together; runs/s and steps/s. Cairn
+ *    with 1, 2 and 4 worker processes (child Node processes, each a Runtime with a worker on the
+ *    same schema; this process starts the runs with a client-only Runtime and waits until every
+ *    run is COMPLETED); DBOS and LangGraph in this process, started together as their APIs allow.
+ *    Median of 3 batches after a warm-up batch, with the CPU each batch took and where.
+ * 3. Signal latency across processes: runs parked on `ctx.waitForSignal` in a worker process are
+ *    signalled one at a time from this process (a client-only Runtime); the worker, woken over
+ *    LISTEN/NOTIFY, records RUNNING. DBOS the same way: workflows in `DBOS.recv` in this process,
+ *    `DBOSClient.send` from a child process.
+ *
+ * The peers live in bench/peers/ (postgres-peers.ts), a separate package, so that they never
+ * become dependencies of cairn; without it installed, `--skip-peers` measures Cairn alone.
+ * Timestamps that cross processes are `performance.timeOrigin + performance.now()` (epoch ms,
+ * sub-ms); the offset between the processes' clocks is estimated and printed.
+ *
+ *   npm run bench:postgres                    # installs bench/peers, builds dist/, everything
+ *   npm run bench:postgres -- --skip-peers    # Cairn and the bare commit only
+ *   npm run bench:postgres -- --rounds 5 --batches 5 --signals 500 --workers 1,2,4,8 --pool 20
+ *   CAIRN_BENCH_PG_URL=postgresql://user@host:5432/postgres npm run bench:postgres
+ *   CAIRN_BENCH_CHILD_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench:postgres   # profile the workers
+ */
+import { type ChildProcess, fork } from "node:child_process";
+import { randomBytes } from "node:crypto";
+import { readFileSync } from "node:fs";
+import { cpus, loadavg } from "node:os";
+import { fileURLToPath } from "node:url";
+import { parseArgs } from "node:util";
+import { defineAgent, defineTool, Runtime, silentLogger } from "cairn";
+import { PostgresBackend } from "cairn/postgres";
+import pg from "pg";
+import type { DbosPeer, LangGraphPeer, PostgresPeers } from "./peers/postgres-peer-types.ts";
+
+const { values } = parseArgs({
+  options: {
+    role: { type: "string", default: "main" },
+    url: { type: "string" },
+    schema: { type: "string" },
+    index: { type: "string", default: "0" },
+    concurrency: { type: "string" },
+    pool: { type: "string", default: "10" },
+    steps: { type: "string", default: "1000" },
+    rounds: { type: "string", default: "3" },
+    "warm-up": { type: "string", default: "1000" },
+    runs: { type: "string", default: "50" },
+    "run-steps": { type: "string", default: "20" },
+    workers: { type: "string", default: "1,2,4" },
+    batches: { type: "string", default: "3" },
+    signals: { type: "string", default: "200" },
+    "skip-peers": { type: "boolean", default: false },
+  },
+});
+
+const SERVER_URL = process.env.CAIRN_BENCH_PG_URL ?? "postgresql://postgres@127.0.0.1:5432/postgres";
+/** The pool size of each Cairn backend (its default is 10, as DBOS's and pg's). */
+const POOL = Number(values.pool);
+
+/** Milliseconds on a clock the processes of this machine share (epoch-based, sub-ms). */
+const now = () => performance.timeOrigin + performance.now();
+
+// ---------------------------------------------------------------------------------------------
+// The agent, in every process
+
+/** Per-step gaps (µs), recorded only while a measured sequential run has set it. */
+let gaps: number[] | undefined;
+/** In a worker process: called when a parked run's workflow code got past its signal. */
+let onResumed: ((runId: string, at: number) => void) | undefined;
+
+const bench = defineAgent({
+  name: "pgbench",
+  tools: { noop: defineTool({ run: (_ctx, { i }: { i: number }) => i }) },
+  workflows: {
+    async steps(ctx, { n }: { n: number }) {
+      let sum = 0;
+      let last = performance.now();
+      for (let i = 0; i < n; i++) {
+        sum += await ctx.tool("noop", { i });
+        const t = performance.now();
+        gaps?.push((t - last) * 1000);
+        last = t;
+      }
+      return sum;
+    },
+    async park(ctx, _input: { i: number }) {
+      const go = await ctx.waitForSignal<{ ok: boolean }>("go");
+      onResumed?.(ctx.runId, now());
+      return go.ok;
+    },
+  },
+});
+
+// ---------------------------------------------------------------------------------------------
+// Messages between the processes
+
+type ToParent =
+  | { kind: "ready" }
+  | { kind: "clock"; at: number }
+  | { kind: "running"; id: string; at: number }
+  | { kind: "resumed"; id: string; at: number }
+  | { kind: "completed"; id: string; at: number; worker: number }
+  | { kind: "sent"; id: string; calledAt: number; returnedAt: number }
+  | { kind: "cpu"; ms: number }
+  | { kind: "error"; message: string };
+type ToChild = { kind: "clock" } | { kind: "cpu" } | { kind: "stop" } | { kind: "send"; id: string };
+
+/** CPU time this process has used, ms. */
+const cpuMs = () => {
+  const { user, system } = process.cpuUsage();
+  return (user + system) / 1000;
+};
+
+const send = (message: ToParent) => process.send?.(message);
+
+// pg-pool inside DBOS's pool calls client.query while a query runs (pg deprecates that for pg 9):
+// not something this bench does, and a line in the middle of its tables. Other warnings print.
+process.removeAllListeners("warning");
+process.on("warning", (warning) => {
+  if (warning.message.startsWith("Calling client.query() when the client is already executing a query")) return;
+  console.error(`${warning.name}: ${warning.message}`);
+});
+
+/** A worker process: a Runtime with a worker on `--url`/`--schema`, reporting what it records. */
+async function workerRole(): Promise<void> {
+  const index = Number(values.index);
+  const backend = new PostgresBackend({ connectionString: values.url ?? "", schema: values.schema ?? "", max: POOL });
+  const concurrency = values.concurrency === undefined ? {} : { concurrency: Number(values.concurrency) };
+  const runtime = new Runtime({ agents: [bench], backend, logger: silentLogger, worker: concurrency });
+  runtime.onTransition((t) => {
+    const at = now();
+    if (t.to === "RUNNING" && t.from === "RESUMING") send({ kind: "running", id: t.runId, at });
+    if (t.to === "COMPLETED") send({ kind: "completed", id: t.runId, at, worker: index });
+  });
+  onResumed = (id, at) => send({ kind: "resumed", id, at });
+  await runtime.start();
+  process.on("message", (m: ToChild) => {
+    if (m.kind === "clock") send({ kind: "clock", at: now() });
+    if (m.kind === "cpu") send({ kind: "cpu", ms: cpuMs() });
+    if (m.kind === "stop") void runtime.shutdown().then(() => process.exit(0));
+  });
+  send({ kind: "ready" });
+}
+
+/** A DBOS client process: sends `go` to the workflow it is told, stamping when it called. */
+async function dbosSenderRole(): Promise<void> {
+  const { dbosSender } = (await import(PEERS_MODULE)) as PostgresPeers;
+  const sender = await dbosSender(values.url ?? "");
+  process.on("message", (m: ToChild) => {
+    if (m.kind === "clock") send({ kind: "clock", at: now() });
+    if (m.kind === "send") {
+      sender.send(m.id).then(
+        (t) => send({ kind: "sent", id: m.id, ...t }),
+        (error: unknown) => send({ kind: "error", message: String(error) }),
+      );
+    }
+    if (m.kind === "stop") void sender.close().then(() => process.exit(0));
+  });
+  send({ kind: "ready" });
+}
+
+/** Imported by a computed path, so that the type-check of cairn does not need bench/peers. */
+const PEERS_MODULE = "./peers/postgres-peers.ts";
+
+/** A child process of this file in another role, and the messages it sends. */
+class Child {
+  readonly process: ChildProcess;
+  readonly #handlers = new Set<(m: ToParent) => void>();
+  #exited: Promise<void>;
+
+  constructor(role: string, args: string[]) {
+    this.process = fork(fileURLToPath(import.meta.url), ["--role", role, "--pool", String(POOL), ...args], {
+      // e.g. CAIRN_BENCH_CHILD_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the workers.
+      execArgv: ["--import", "tsx", ...(process.env.CAIRN_BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? [])],
+      stdio: ["ignore", "inherit", "inherit", "ipc"],
+    });
+    this.process.on("message", (m: ToParent) => {
+      if (m.kind === "error") console.error(`child ${this.process.pid}: ${m.message}`);
+      for (const h of [...this.#handlers]) h(m);
+    });
+    this.#exited = new Promise((resolve) => this.process.once("exit", () => resolve()));
+    children.add(this);
+  }
+
+  on(handler: (m: ToParent) => void): () => void {
+    this.#handlers.add(handler);
+    return () => this.#handlers.delete(handler);
+  }
+
+  next<K extends ToParent["kind"]>(kind: K, test: (m: Extract<ToParent, { kind: K }>) => boolean = () => true) {
+    return new Promise<Extract<ToParent, { kind: K }>>((resolve, reject) => {
+      const onExit = () => reject(new Error(`child ${this.process.pid} exited while ${kind} was awaited`));
+      this.process.once("exit", onExit);
+      const off = this.on((m) => {
+        if (m.kind === kind && test(m as Extract<ToParent, { kind: K }>)) {
+          off();
+          this.process.off("exit", onExit);
+          resolve(m as Extract<ToParent, { kind: K }>);
+        }
+      });
+    });
+  }
+
+  send(message: ToChild): void {
+    this.process.send(message);
+  }
+
+  /** Estimated offset of the child's clock from this process's (ms), from the quickest of 20 pings. */
+  async clockOffset(): Promise<{ offset: number; rtt: number }> {
+    let best = { offset: Number.NaN, rtt: Number.POSITIVE_INFINITY };
+    for (let i = 0; i < 20; i++) {
+      const t0 = now();
+      const reply = this.next("clock");
+      this.send({ kind: "clock" });
+      const { at } = await reply;
+      const t1 = now();
+      if (t1 - t0 < best.rtt) best = { offset: at - (t0 + t1) / 2, rtt: t1 - t0 };
+    }
+    return best;
+  }
+
+  /** CPU time the child has used, ms. */
+  async cpu(): Promise<number> {
+    const reply = this.next("cpu");
+    this.send({ kind: "cpu" });
+    return (await reply).ms;
+  }
+
+  async stop(): Promise<void> {
+    if (this.process.exitCode === null && this.process.connected) this.send({ kind: "stop" });
+    await this.#exited;
+    children.delete(this);
+  }
+}
+const children = new Set<Child>();
+
+// ---------------------------------------------------------------------------------------------
+// Figures
+
+const quantile = (sorted: number[], q: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
+const int = (v: number) => Math.round(v).toLocaleString("en-US");
+const mean = (xs: number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
+const median = (xs: number[]) =>
+  quantile(
+    [...xs].sort((a, b) => a - b),
+    0.5,
+  );
+
+function printTable(header: string[], rows: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? "").length)));
+  const show = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
+  console.log(show(header));
+  for (const r of rows) console.log(show(r));
+}
+
+interface Series {
+  name: string;
+  us: number[];
+  /** CPU time this process used, µs per step (or commit). */
+  cpuUs: number;
+  /** CPU time the server's backends for the system's database used, µs per step. */
+  serverUs: number;
+}
+
+/** One row per system: the median round's mean, percentiles of all rounds, × the round's bare commit. */
+function printSteps(rounds: Series[][]): void {
+  const names = rounds[0]?.map((s) => s.name) ?? [];
+  printTable(
+    ["", "µs/step", "steps/s", "p50 µs", "p90 µs", "p99 µs", "× commit", "CPU µs: node", "server", "round means µs"],
+    names.map((name, i) => {
+      const perRound = rounds.map((r) => r[i]?.us ?? []);
+      const means = perRound.map(mean);
+      const ratios = rounds.map((r, k) => (means[k] ?? Number.NaN) / mean(r[0]?.us ?? []));
+      const m = median(means);
+      const sorted = perRound.flat().sort((a, b) => a - b);
+      return [
+        name,
+        fmt(m),
+        int(1e6 / m),
+        fmt(quantile(sorted, 0.5)),
+        fmt(quantile(sorted, 0.9)),
+        fmt(quantile(sorted, 0.99)),
+        median(ratios).toFixed(2),
+        fmt(median(rounds.map((r) => r[i]?.cpuUs ?? Number.NaN))),
+        fmt(median(rounds.map((r) => r[i]?.serverUs ?? Number.NaN))),
+        means.map(fmt).join(" "),
+      ];
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------------
+// The parent
+
+async function main(): Promise<void> {
+  const STEPS = Number(values.steps);
+  const ROUNDS = Number(values.rounds);
+  const WARM_UP = Number(values["warm-up"]);
+  const RUNS = Number(values.runs);
+  const RUN_STEPS = Number(values["run-steps"]);
+  const WORKERS = values.workers.split(",").map(Number);
+  const BATCHES = Number(values.batches);
+  const SIGNALS = Number(values.signals);
+  const SIGNAL_WARM_UP = 20;
+  const started = performance.now();
+
+  const admin = new pg.Client({ connectionString: SERVER_URL });
+  await admin.connect();
+  const show = async (name: string) => (await admin.query(`SHOW ${name}`)).rows[0]?.[name] as string;
+  const server = {
+    version: (await show("server_version")).split(" ")[0],
+    synchronousCommit: await show("synchronous_commit"),
+    fsync: await show("fsync"),
+    walSyncMethod: await show("wal_sync_method"),
+    commitDelay: await show("commit_delay"),
+    maxConnections: await show("max_connections"),
+  };
+  const prefix = `cairn_pgbench_${randomBytes(3).toString("hex")}`;
+  const databases: string[] = [];
+  const database = async (system: string) => {
+    const name = `${prefix}_${system}`;
+    await admin.query(`CREATE DATABASE "${name}"`);
+    databases.push(name);
+    const url = new URL(SERVER_URL);
+    url.pathname = `/${name}`;
+    return url.toString();
+  };
+  const cleanUp = async () => {
+    for (const child of [...children]) child.process.kill("SIGKILL");
+    for (const name of databases.splice(0)) {
+      await admin.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`).catch(() => undefined);
+    }
+    await admin.end().catch(() => undefined);
+  };
+  process.once("SIGINT", () => void cleanUp().finally(() => process.exit(130)));
+  process.once("SIGTERM", () => void cleanUp().finally(() => process.exit(143)));
+  // Output piped into `head`: finish (and drop the databases) rather than die of EPIPE.
+  process.stdout.on("error", () => {});
+
+  const cpu = cpus();
+  const url = new URL(SERVER_URL);
+  console.log(
+    `machine: ${cpu[0]?.model ?? "unknown CPU"}, ${cpu.length} cores, node ${process.version}; ` +
+      `load average ${loadavg()
+        .map((l) => l.toFixed(1))
+        .join(" ")}`,
+  );
+  console.log(
+    `server: PostgreSQL ${server.version} at ${url.host} (TCP, same machine): synchronous_commit=${server.synchronousCommit},` +
+      ` fsync=${server.fsync}, wal_sync_method=${server.walSyncMethod}, commit_delay=${server.commitDelay},` +
+      ` max_connections=${server.maxConnections}`,
+  );
+  console.log(`databases: ${prefix}_* (created now, dropped at the end)\n`);
+
+  let peers: { dbos: DbosPeer; graph: LangGraphPeer; dbosUrl: string; graphUrl: string } | undefined;
+  serverAdmin = admin;
+  try {
+    const cairnUrl = await database("cairn");
+    if (!values["skip-peers"]) {
+      try {
+        const load = (await import(PEERS_MODULE)) as PostgresPeers;
+        const dbosUrl = await database("dbos");
+        const graphUrl = await database("langgraph");
+        peers = { dbos: await load.openDbos(dbosUrl), graph: await load.openLangGraph(graphUrl), dbosUrl, graphUrl };
+      } catch (error) {
+        console.log(
+          `peers not measured: ${String(error).split("\n")[0]} (npm run bench:postgres installs bench/peers)\n`,
+        );
+      }
+    }
+
+    // 1. Sequential -----------------------------------------------------------------------------
+    // Rounds, each system once per round in turn, so that what else the server does at a moment
+    // (it is shared) falls on all of them; the warm-up run only in the first round.
+    const systems: { name: string; url: string; run: (steps: number) => Promise<number[]> }[] = [];
+    const cairnSeq: CairnSequential[] = [];
+    for (const durability of ["machine", "process"] as const) {
+      const cairn = await cairnSequential(cairnUrl, `seq_${durability}`, durability);
+      cairnSeq.push(cairn);
+      systems.push({
+        name: `cairn PostgresBackend, durability "${durability}"`,
+        url: cairnUrl,
+        run: (n) => cairn.run(n),
+      });
+    }
+    if (peers) {
+      const { dbos, graph, dbosUrl, graphUrl } = peers;
+      systems.push({ name: `${dbos.label}, DBOS.runStep per step`, url: dbosUrl, run: (n) => dbos.sequential(n, 0) });
+      for (const durability of ["sync", "async"] as const) {
+        systems.push({
+          name: `${graph.label}, node per step, "${durability}"`,
+          url: graphUrl,
+          run: (n) => graph.sequential(durability, n, 0),
+        });
+      }
+    }
+    const rounds: Series[][] = [];
+    for (let round = 0; round < ROUNDS; round++) {
+      process.stderr.write(`1. sequential, round ${round + 1}/${ROUNDS}\n`);
+      const series = await bareCommits(cairnUrl, STEPS, round === 0 ? WARM_UP : 0);
+      for (const system of systems) {
+        if (round === 0) await system.run(WARM_UP);
+        (globalThis as { gc?: () => void }).gc?.();
+        const server0 = await serverCpu(databaseOf(system.url));
+        const cpu0 = cpuMs();
+        const us = await system.run(STEPS);
+        const cpuUs = ((cpuMs() - cpu0) * 1000) / STEPS;
+        const serverUs = (serverCpuSpent(server0, await serverCpu(databaseOf(system.url))) * 1000) / STEPS;
+        series.push({ name: system.name, us, cpuUs, serverUs });
+      }
+      rounds.push(series);
+    }
+    for (const cairn of cairnSeq) await cairn.close();
+    console.log(
+      `1. Sequential: one run of ${int(STEPS)} trivial steps per system and round, ${ROUNDS} rounds (each system once` +
+        ` per round, in turn; a warm-up run of ${int(WARM_UP)} first), in this process`,
+    );
+    printSteps(rounds);
+    console.log(
+      "   µs/step: mean of the median round; p50/p90/p99: of the gaps between consecutive step completions, all rounds;\n" +
+        "   × commit: median over rounds of the system's mean over that round's bare synchronous commit (first row);\n" +
+        "   CPU µs/step, median round: node = this process (client, runtime, driver); server = the PostgreSQL backends\n" +
+        "   of the system's database (/proc, 10 ms ticks).\n" +
+        "   bare commit: one INSERT of a small row into a fresh table, each its own transaction, over one pg connection.\n" +
+        '   cairn "machine": one fenced upsert per step (the result of step i rides with the start record of step i+1),\n' +
+        '   committed with synchronous_commit=on; "process": the same with synchronous_commit=off.\n' +
+        "   DBOS: one INSERT … COMMIT of the step's output per step. LangGraph: a one-node graph looping N times, so a\n" +
+        "   step is a super-step: putWrites (BEGIN, INSERT, COMMIT) then put (BEGIN, blob upserts, checkpoint, COMMIT);\n" +
+        '   "sync" waits for the checkpoint before the next step, "async" (LangGraph\'s default) does not.\n',
+    );
+
+    // 2. Concurrent -----------------------------------------------------------------------------
+    process.stderr.write("2. concurrent\n");
+    const conc: string[][] = [];
+    const concNotes: string[] = [];
+    let dbosStepsPerS = Number.NaN;
+    const row = (name: string, ms: number[], cpu: string, note: string) => {
+      const m = median(ms);
+      const stepsPerS = (RUNS * RUN_STEPS) / (m / 1000);
+      conc.push([
+        name,
+        fmt(m),
+        int(RUNS / (m / 1000)),
+        int(stepsPerS),
+        `${int((RUNS * RUN_STEPS) / (Math.max(...ms) / 1000))}–${int((RUNS * RUN_STEPS) / (Math.min(...ms) / 1000))}`,
+        Number.isNaN(dbosStepsPerS) ? "1.0" : (stepsPerS / dbosStepsPerS).toFixed(1),
+        cpu,
+      ]);
+      concNotes.push(`   ${name}: ${note}`);
+      return stepsPerS;
+    };
+    if (peers) {
+      const dbos = peers.dbos;
+      const b = await batches(BATCHES, databaseOf(peers.dbosUrl), () => dbos.concurrent(RUNS, RUN_STEPS));
+      dbosStepsPerS = row(
+        `${dbos.label}, 1 process`,
+        b.ms,
+        cpuCell(b.cpu, false),
+        "DBOS.startWorkflow ×50, then getResult ×50; system database pool 10 (DBOS's default)",
+      );
+    }
+    for (const workers of WORKERS) {
+      process.stderr.write(`2. concurrent, cairn with ${workers} worker process(es)\n`);
+      const c = await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS, BATCHES);
+      row(
+        `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}`,
+        c.ms,
+        cpuCell(c.cpu, true),
+        `runs per worker ${c.perWorker}; last COMPLETED recorded by a worker at ${fmt(median(c.recorded))} ms`,
+      );
+    }
+    if (peers) {
+      const graph = peers.graph;
+      for (const durability of ["sync", "async"] as const) {
+        const b = await batches(BATCHES, databaseOf(peers.graphUrl), () =>
+          graph.concurrent(durability, RUNS, RUN_STEPS),
+        );
+        row(
+          `${graph.label} "${durability}", 1 process`,
+          b.ms,
+          cpuCell(b.cpu, false),
+          "app.invoke ×50 with distinct thread ids; PostgresSaver's pool 10 (pg's default)",
+        );
+      }
+    }
+    console.log(
+      `2. Concurrent: ${RUNS} runs × ${RUN_STEPS} steps started together; ${BATCHES} measured batches after one warm-up batch,` +
+        " median batch",
+    );
+    printTable(["", "ms", "runs/s", "steps/s", "steps/s range", "× DBOS", "CPU in the batch (median)"], conc);
+    console.log(
+      "   ms: from starting the first run to the last result seen by the process that started them (median batch).\n" +
+        `   cairn: a client-only Runtime in this process (runtime.run ×${RUNS}, then runtime.waitFor ×${RUNS}); the runs are\n` +
+        `   claimed and driven by child worker processes (Runtime with a worker, concurrency ${RUNS}, pool ${POOL} each).\n` +
+        "   CPU: ms used in the batch by this process and by the worker processes; machine: busy share of all cores\n" +
+        "   (every process on the machine, the PostgreSQL server and anything else running, included).",
+    );
+    for (const note of concNotes) console.log(note);
+    console.log();
+
+    // 3. Signals --------------------------------------------------------------------------------
+    process.stderr.write("3. signals\n");
+    console.log(
+      `3. Signal latency across processes: ${SIGNALS} runs parked, signalled one at a time (after ${SIGNAL_WARM_UP} not measured)`,
+    );
+    const cairnSignals = await cairnSignalLatency(cairnUrl, "signal", SIGNALS, SIGNAL_WARM_UP);
+    const lines: string[][] = [];
+    const latencyRow = (name: string, ms: number[]) => {
+      const s = [...ms].sort((a, b) => a - b);
+      lines.push([name, ...[0.5, 0.9, 0.99, 1].map((q) => fmt(quantile(s, q)))]);
+    };
+    latencyRow("cairn: RUNNING recorded by the worker process", cairnSignals.running);
+    latencyRow("cairn: workflow code past ctx.waitForSignal", cairnSignals.resumed);
+    latencyRow("cairn: runtime.signal returned (in the client)", cairnSignals.returned);
+    latencyRow("cairn: COMPLETED recorded", cairnSignals.completed);
+    let dbosOffset = "";
+    if (peers) {
+      const dbosSignals = await dbosSignalLatency(peers.dbos, SIGNALS, SIGNAL_WARM_UP);
+      latencyRow(`${peers.dbos.label}: DBOS.recv returned in the workflow`, dbosSignals.received);
+      latencyRow(`${peers.dbos.label}: DBOSClient.send returned`, dbosSignals.returned);
+      dbosOffset = `; DBOS client process ${fmt(dbosSignals.clock.offset * 1000)} µs (rtt ${fmt(dbosSignals.clock.rtt * 1000)} µs)`;
+    }
+    printTable(["ms from the signal call", "p50", "p90", "p99", "max"], lines);
+    console.log(
+      "   cairn: the client (this process) calls runtime.signal; a worker process (concurrency 16, the default) is woken\n" +
+        "   by NOTIFY, claims the run and records RUNNING, replays it to the wait and runs on. DBOS: workflows wait in\n" +
+        "   DBOS.recv in this process; a child process calls DBOSClient.send.\n" +
+        `   clock offsets, child minus this process: cairn worker ${fmt(cairnSignals.clock.offset * 1000)} µs` +
+        ` (rtt ${fmt(cairnSignals.clock.rtt * 1000)} µs)${dbosOffset}.`,
+    );
+    console.log(
+      `   goal: p50 signal -> RUNNING under 20 ms across processes: ${
+        quantile(
+          [...cairnSignals.running].sort((a, b) => a - b),
+          0.5,
+        ) < 20
+          ? "met"
+          : "MISSED"
+      }\n`,
+    );
+    console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
+  } finally {
+    await peers?.graph.close().catch(() => undefined);
+    await peers?.dbos.shutdown().catch(() => undefined);
+    await cleanUp();
+  }
+}
+
+/** Jiffies the machine's CPUs spent busy and in all, from /proc/stat (Linux; zeros elsewhere). */
+function machineCpu(): { busy: number; total: number } {
+  try {
+    const fields = readFileSync("/proc/stat", "utf8").split("\n")[0]?.trim().split(/\s+/).slice(1).map(Number) ?? [];
+    const total = fields.reduce((a, b) => a + b, 0);
+    const idle = (fields[3] ?? 0) + (fields[4] ?? 0);
+    return { busy: total - idle, total };
+  } catch {
+    return { busy: 0, total: 0 };
+  }
+}
+
+/**
+ * CPU time (ms) of the server processes serving a database: its backends' utime + stime from
+ * /proc/<pid>/stat (the server runs on this machine; USER_HZ 100, so 10 ms a tick per process).
+ */
+let serverAdmin: pg.Client | undefined;
+async function serverCpu(database: string): Promise<Map<number, number>> {
+  const out = new Map<number, number>();
+  if (!serverAdmin) return out;
+  const { rows } = await serverAdmin.query<{ pid: number }>("SELECT pid FROM pg_stat_activity WHERE datname = $1", [
+    database,
+  ]);
+  for (const { pid } of rows) {
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+      const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      out.set(pid, (Number(fields[11]) + Number(fields[12])) * 10);
+    } catch {
+      // not on this machine, or gone
+    }
+  }
+  return out;
+}
+
+/** Server CPU (ms) used between two snapshots; a backend that appeared in between counts whole. */
+function serverCpuSpent(before: Map<number, number>, after: Map<number, number>): number {
+  let ms = 0;
+  for (const [pid, t] of after) ms += t - (before.get(pid) ?? 0);
+  return ms;
+}
+
+const databaseOf = (url: string) => decodeURIComponent(new URL(url).pathname.slice(1));
+
+/** Where a batch's CPU went: this process, its workers and the server's backends (ms), and how busy the machine was. */
+interface BatchCpu {
+  self: number;
+  workers: number;
+  server: number;
+  /** Busy share of all the machine's CPUs during the batch (every process on it, the server too). */
+  busy: number;
+}
+
+/** Runs `batch`, measuring the CPU it used here, in `workers`, and on the whole machine. */
+async function withCpu<T>(
+  workers: Child[],
+  database: string,
+  batch: () => Promise<T>,
+): Promise<{ result: T; cpu: BatchCpu }> {
+  const workersCpu = async () => (await Promise.all(workers.map((w) => w.cpu()))).reduce((a, b) => a + b, 0);
+  const before = {
+    server: await serverCpu(database),
+    workers: await workersCpu(),
+    self: cpuMs(),
+    machine: machineCpu(),
+  };
+  const result = await batch();
+  const machine = machineCpu();
+  const self = cpuMs() - before.self;
+  const cpu = {
+    self,
+    workers: (await workersCpu()) - before.workers,
+    server: serverCpuSpent(before.server, await serverCpu(database)),
+    busy: (machine.busy - before.machine.busy) / Math.max(1, machine.total - before.machine.total),
+  };
+  return { result, cpu };
+}
+
+/** `count` measured batches after one warm-up batch; ms and CPU of each. */
+async function batches(
+  count: number,
+  database: string,
+  batch: () => Promise<number>,
+): Promise<{ ms: number[]; cpu: BatchCpu[] }> {
+  await batch();
+  const ms: number[] = [];
+  const cpu: BatchCpu[] = [];
+  for (let i = 0; i < count; i++) {
+    const b = await withCpu([], database, batch);
+    ms.push(b.result);
+    cpu.push(b.cpu);
+  }
+  return { ms, cpu };
+}
+
+/** The CPU of the median batches, as a cell. */
+function cpuCell(cpu: BatchCpu[], workers: boolean): string {
+  const m = (pick: (c: BatchCpu) => number) => fmt(median(cpu.map(pick)));
+  const node = workers ? `client ${m((c) => c.self)} + workers ${m((c) => c.workers)}` : `process ${m((c) => c.self)}`;
+  return `${node}, server ${m((c) => c.server)} ms; machine ${Math.round(median(cpu.map((c) => c.busy)) * 100)} % busy`;
+}
+
+/** The bare cost of a commit, measured over one pg connection in a fresh schema. */
+async function bareCommits(url: string, count: number, warmUp: number): Promise<Series[]> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  const schema = `bare_${randomBytes(3).toString("hex")}`;
+  try {
+    await client.query(`CREATE SCHEMA ${schema}`);
+    await client.query(`CREATE TABLE ${schema}.t (id bigserial PRIMARY KEY, v text NOT NULL)`);
+    const insert = { name: "bare-insert", text: `INSERT INTO ${schema}.t (v) VALUES ($1)` };
+    const row = (i: number) => ({ ...insert, values: [`{"seq":${i},"result":${i}}`] });
+    // In this order: the last one turns synchronous commits off for the session.
+    const variants: [string, (i: number) => Promise<unknown>, string?][] = [
+      ["bare commit: INSERT, autocommit, synchronous_commit=on", (i) => client.query(row(i))],
+      [
+        "bare commit: BEGIN; INSERT; COMMIT (3 round trips)",
+        async (i) => {
+          await client.query("BEGIN");
+          await client.query(row(i));
+          await client.query("COMMIT");
+        },
+      ],
+      [
+        "INSERT, autocommit, synchronous_commit=off (no flush)",
+        (i) => client.query(row(i)),
+        "SET synchronous_commit = off",
+      ],
+    ];
+    const out: Series[] = [];
+    for (const [name, commit, setup] of variants) {
+      if (setup) await client.query(setup);
+      for (let i = 0; i < warmUp; i++) await commit(i);
+      const us: number[] = [];
+      const server0 = await serverCpu(databaseOf(url));
+      const cpu0 = cpuMs();
+      for (let i = 0; i < count; i++) {
+        const t0 = performance.now();
+        await commit(i);
+        us.push((performance.now() - t0) * 1000);
+      }
+      const cpuUs = ((cpuMs() - cpu0) * 1000) / count;
+      const serverUs = (serverCpuSpent(server0, await serverCpu(databaseOf(url))) * 1000) / count;
+      out.push({ name, us, cpuUs, serverUs });
+    }
+    return out;
+  } finally {
+    await client.query(`DROP SCHEMA ${schema} CASCADE`).catch(() => undefined);
+    await client.end();
+  }
+}
+
+interface CairnSequential {
+  run(steps: number): Promise<number[]>;
+  close(): Promise<void>;
+}
+
+/** A Runtime with its worker in this process, on its own schema, kept open across rounds. */
+async function cairnSequential(
+  url: string,
+  schema: string,
+  durability: "machine" | "process",
+): Promise<CairnSequential> {
+  const backend = new PostgresBackend({ connectionString: url, schema, durability, max: POOL });
+  const runtime = new Runtime({ agents: [bench], backend, logger: silentLogger });
+  await runtime.start();
+  return {
+    async run(steps) {
+      const measured: number[] = [];
+      gaps = measured;
+      const handle = await runtime.run(bench, "steps", { n: steps });
+      const sum = await handle.result();
+      gaps = undefined;
+      if (sum !== (steps * (steps - 1)) / 2) throw new Error(`cairn: wrong result ${sum}`);
+      const recorded = (await runtime.history(handle.id)).steps;
+      if (recorded.length !== steps || recorded.some((s) => s.status !== "completed")) {
+        throw new Error("cairn: steps not journaled");
+      }
+      if (measured.length !== steps) throw new Error(`cairn: ${measured.length} gaps for ${steps} steps`);
+      return measured;
+    },
+    close: () => runtime.shutdown(),
+  };
+}
+
+/** Starts `workers` worker processes on `schema`, the runs from this process; ms per batch. */
+async function cairnConcurrent(
+  url: string,
+  schema: string,
+  workers: number,
+  runs: number,
+  steps: number,
+  count: number,
+): Promise<{ ms: number[]; recorded: number[]; cpu: BatchCpu[]; perWorker: string }> {
+  const client = new Runtime({
+    agents: [bench],
+    backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
+    logger: silentLogger,
+    worker: false,
+  });
+  await client.start(); // applies the migrations before the workers start
+  const spawned = Array.from(
+    { length: workers },
+    (_, i) =>
+      new Child("worker", ["--url", url, "--schema", schema, "--index", String(i), "--concurrency", String(runs)]),
+  );
+  try {
+    await Promise.all(spawned.map((c) => c.next("ready")));
+    const done = new Map<number, number>();
+    let lastCompleted = 0;
+    let completed = 0;
+    let allReported = () => {};
+    for (const c of spawned) {
+      c.on((m) => {
+        if (m.kind !== "completed") return;
+        done.set(m.worker, (done.get(m.worker) ?? 0) + 1);
+        lastCompleted = Math.max(lastCompleted, m.at);
+        if (++completed === runs) allReported();
+      });
+    }
+    /** ms until this process saw every run COMPLETED, and until the last COMPLETED was recorded. */
+    const batch = async () => {
+      completed = 0;
+      const reported = new Promise<void>((resolve) => {
+        allReported = resolve;
+      });
+      const startedAt = now();
+      const t0 = performance.now();
+      const handles = await Promise.all(Array.from({ length: runs }, () => client.run(bench, "steps", { n: steps })));
+      const ended = await Promise.all(handles.map((h) => client.waitFor(h.id)));
+      const ms = performance.now() - t0;
+      const wrong = ended.filter((r) => r.state !== "COMPLETED" || r.output !== (steps * (steps - 1)) / 2);
+      if (wrong.length > 0) throw new Error(`cairn: ${wrong.length} runs not COMPLETED with the right output`);
+      await reported; // the workers' messages may come after the wake-ups
+      return { ms, recorded: lastCompleted - startedAt };
+    };
+    await batch();
+    done.clear();
+    const ms: number[] = [];
+    const recorded: number[] = [];
+    const cpu: BatchCpu[] = [];
+    for (let i = 0; i < count; i++) {
+      const b = await withCpu(spawned, databaseOf(url), batch);
+      ms.push(b.result.ms);
+      recorded.push(b.result.recorded);
+      cpu.push(b.cpu);
+    }
+    const journaled = await countSteps(url, schema);
+    if (journaled !== runs * steps * (count + 1)) throw new Error(`cairn: ${journaled} steps journaled`);
+    const perWorker = spawned.map((_, i) => int((done.get(i) ?? 0) / count)).join("/");
+    return { ms, recorded, cpu, perWorker };
+  } finally {
+    await Promise.all(spawned.map((c) => c.stop()));
+    await client.shutdown();
+  }
+}
+
+async function countSteps(url: string, schema: string): Promise<number> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query(`SELECT count(*)::integer AS n FROM "${schema}".steps`)).rows[0].n as number;
+  } finally {
+    await c.end();
+  }
+}
+
+interface SignalFigures {
+  running: number[];
+  resumed: number[];
+  returned: number[];
+  completed: number[];
+  clock: { offset: number; rtt: number };
+}
+
+/** Parks runs in a worker process, signals them one at a time from this process. */
+async function cairnSignalLatency(url: string, schema: string, count: number, warmUp: number): Promise<SignalFigures> {
+  const client = new Runtime({
+    agents: [bench],
+    backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
+    logger: silentLogger,
+    worker: false,
+  });
+  await client.start();
+  const worker = new Child("worker", ["--url", url, "--schema", schema]);
+  try {
+    await worker.next("ready");
+    const clock = await worker.clockOffset();
+    const total = count + warmUp;
+    for (let i = 0; i < total; i++) await client.run(bench, "park", { i });
+    for (;;) {
+      const paused = await client.listRuns({ state: "PAUSED", workflow: "park", limit: total });
+      if (paused.length === total) break;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    const ids = (await client.listRuns({ state: "PAUSED", workflow: "park", limit: total })).map((r) => r.id);
+    const figures: SignalFigures = { running: [], resumed: [], returned: [], completed: [], clock };
+    for (const [n, id] of ids.entries()) {
+      const running = worker.next("running", (m) => m.id === id);
+      const resumed = worker.next("resumed", (m) => m.id === id);
+      const completed = worker.next("completed", (m) => m.id === id);
+      const t0 = now();
+      await client.signal(id, "go", { ok: true });
+      const returned = now();
+      const [r, s, c] = await Promise.all([running, resumed, completed]);
+      if (n < warmUp) continue;
+      figures.running.push(r.at - t0);
+      figures.resumed.push(s.at - t0);
+      figures.returned.push(returned - t0);
+      figures.completed.push(c.at - t0);
+    }
+    return figures;
+  } finally {
+    await worker.stop();
+    await client.shutdown();
+  }
+}
+
+/** Workflows in `DBOS.recv` in this process, `DBOSClient.send` from a child process. */
+async function dbosSignalLatency(dbos: DbosPeer, count: number, warmUp: number) {
+  const sender = new Child("dbos-sender", ["--url", dbos.url]);
+  try {
+    await sender.next("ready");
+    const clock = await sender.clockOffset();
+    const ids = await dbos.park(count + warmUp);
+    await dbos.settled(ids);
+    const received: number[] = [];
+    const returned: number[] = [];
+    for (const [n, id] of ids.entries()) {
+      const got = dbos.received(id);
+      const sent = sender.next("sent", (m) => m.id === id);
+      sender.send({ kind: "send", id });
+      const [at, s] = await Promise.all([got, sent]);
+      if (n < warmUp) continue;
+      received.push(at - s.calledAt);
+      returned.push(s.returnedAt - s.calledAt);
+    }
+    return { received, returned, clock };
+  } finally {
+    await sender.stop();
+  }
+}
+
+if (values.role === "worker") await workerRole();
+else if (values.role === "dbos-sender") await dbosSenderRole();
+else await main();
