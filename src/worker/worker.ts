@@ -318,13 +318,11 @@ export class Worker {
       });
       return;
     }
-    // A run claimed from PENDING has never executed: no steps, no waits to read the first time.
-    let fresh = claimedRun.state === "PENDING";
     for (;;) {
-      const [journal, waits] = fresh
-        ? [[], []]
-        : await Promise.all([this.#deps.backend.loadSteps(started.id), this.#deps.backend.loadWaits(started.id)]);
-      fresh = false;
+      const [journal, waits] = await Promise.all([
+        this.#deps.backend.loadSteps(started.id),
+        this.#deps.backend.loadWaits(started.id),
+      ]);
       const envelope: WorkflowEnvelope = new WorkflowEnvelope({
         run: started,
         agent,
