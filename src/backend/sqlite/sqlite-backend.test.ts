@@ -142,15 +142,18 @@ describe("SqliteBackend", () => {
     const backend = await open();
     const ids = new Set<string>();
     for (let i = 0; i < 150; i++) ids.add((await backend.createRun(runInput({ at: T0 + i }))).run.id);
-    // The children start claiming at the same wall-clock moment, so their claims overlap.
+    // The children start claiming together once all three are ready (a file each), so their
+    // claims overlap however long each took to start on a loaded machine.
     const script = join(backend.path, "..", "claimer.mjs");
     writeFileSync(
       script,
       `import { SqliteBackend } from ${JSON.stringify(new URL("./sqlite-backend.ts", import.meta.url).href)};
-const [path, workerId, startAt] = process.argv.slice(2);
+import { existsSync, writeFileSync } from "node:fs";
+const [path, workerId] = process.argv.slice(2);
 const backend = new SqliteBackend({ path });
 await backend.init();
-while (Date.now() < Number(startAt)) await new Promise((r) => setTimeout(r, 1));
+writeFileSync(path + ".ready." + workerId, "");
+while (!["p1", "p2", "p3"].every((w) => existsSync(path + ".ready." + w))) await new Promise((r) => setTimeout(r, 1));
 const got = [];
 for (;;) {
   const run = await backend.claimRun({ workerId, now: ${T0 + 1_000}, leaseMs: ${LEASE_MS} });
@@ -165,13 +168,12 @@ await backend.close();
 process.stdout.write(JSON.stringify(got));
 `,
     );
-    const startAt = Date.now() + 2_000;
     const children = ["p1", "p2", "p3"].map(
       (workerId) =>
         new Promise<string[]>((done, fail) => {
           execFile(
             process.execPath,
-            ["--import", "tsx", script, backend.path, workerId, String(startAt)],
+            ["--import", "tsx", script, backend.path, workerId],
             { cwd: process.cwd() },
             (error, stdout, stderr) => (error ? fail(new Error(`${workerId}: ${stderr}`)) : done(JSON.parse(stdout))),
           );
