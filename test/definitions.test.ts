@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { AgentDefinition } from "../src/agent/agent.ts";
 import { agent, isAgentLike, toAgentDefinition, tool, workflow } from "../src/agent/decorators.ts";
@@ -6,10 +6,7 @@ import { defineAgent, defineTool } from "../src/agent/define.ts";
 import type { ToolContext, WorkflowContext } from "../src/core/context.ts";
 import { InvalidDefinitionError } from "../src/core/errors.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
-import { Runtimes } from "./helpers/runtime-helpers.ts";
-
-const runtimes = new Runtimes();
-afterEach(() => runtimes.closeAll());
+import { forEachBackend } from "./helpers/backends.ts";
 
 const retry = { initialIntervalMs: 1, maximumAttempts: 3 };
 const quarterInput = z.object({ quarter: z.string() });
@@ -110,85 +107,89 @@ function definitionError(fn: () => unknown): InvalidDefinitionError {
   throw new Error("expected an InvalidDefinitionError, nothing was thrown");
 }
 
-describe("decorators and defineAgent", () => {
-  it("produce the same definition shape", () => {
-    const decorated = toAgentDefinition(ReportBuilder);
-    expect(shape(decorated)).toEqual(shape(functional));
-    expect(Object.keys(decorated.tools)).toEqual(["fetch_data", "summarize"]);
-    expect(Object.keys(decorated.workflows)).toEqual(["build"]);
-    expect(decorated.tools.fetch_data?.retry).toEqual(retry);
-    expect(decorated.tools.fetch_data?.input).toBe(quarterInput);
-    expect(decorated.tools.summarize?.retry).toBeUndefined();
-    expect(decorated.tools).not.toHaveProperty("helper");
-    expect(Object.isFrozen(decorated)).toBe(true);
-    expect(Object.isFrozen(functional)).toBe(true);
-  });
+forEachBackend((under) => {
+  const { runtimes } = under;
+  describe("decorators and defineAgent", () => {
+    it("produce the same definition shape", () => {
+      const decorated = toAgentDefinition(ReportBuilder);
+      expect(shape(decorated)).toEqual(shape(functional));
+      expect(Object.keys(decorated.tools)).toEqual(["fetch_data", "summarize"]);
+      expect(Object.keys(decorated.workflows)).toEqual(["build"]);
+      expect(decorated.tools.fetch_data?.retry).toEqual(retry);
+      expect(decorated.tools.fetch_data?.input).toBe(quarterInput);
+      expect(decorated.tools.summarize?.retry).toBeUndefined();
+      expect(decorated.tools).not.toHaveProperty("helper");
+      expect(Object.isFrozen(decorated)).toBe(true);
+      expect(Object.isFrozen(functional)).toBe(true);
+    });
 
-  it("are both agents to the runtime", () => {
-    expect(isAgentLike(ReportBuilder)).toBe(true);
-    expect(isAgentLike(functional)).toBe(true);
-    expect(isAgentLike(class Plain {})).toBe(false);
-    expect(isAgentLike({ name: "x" })).toBe(false);
-    expect(toAgentDefinition(functional)).toBe(functional);
-    expect(toAgentDefinition(ReportBuilder)).toBe(toAgentDefinition(ReportBuilder));
-  });
+    it("are both agents to the runtime", () => {
+      expect(isAgentLike(ReportBuilder)).toBe(true);
+      expect(isAgentLike(functional)).toBe(true);
+      expect(isAgentLike(class Plain {})).toBe(false);
+      expect(isAgentLike({ name: "x" })).toBe(false);
+      expect(toAgentDefinition(functional)).toBe(functional);
+      expect(toAgentDefinition(ReportBuilder)).toBe(toAgentDefinition(ReportBuilder));
+    });
 
-  it("run the same workflow to the same output through a Runtime", async () => {
-    const a = runtimes.make({ agents: [ReportBuilder] });
-    const b = runtimes.make({ agents: [functional] });
-    const fromClass = await (await a.run("report_builder", "build", { quarter: "2026-Q3" })).result();
-    const fromFunctions = await (await b.run(functional, "build", { quarter: "2026-Q3" })).result();
-    expect(fromClass).toEqual(fromFunctions);
-    expect(fromClass).toEqual({ quarter: "2026-Q3", summary: "Q:2026-Q3=70" });
-    // Both record the same steps.
-    const stepsOf = async (rt: Runtime, id: string) =>
-      (await rt.history(id)).steps.map((s) => [s.seq, s.kind, s.name, s.status, s.result]);
-    const [runA] = await a.listRuns();
-    const [runB] = await b.listRuns();
-    expect(await stepsOf(a, runA?.id as string)).toEqual(await stepsOf(b, runB?.id as string));
-  });
+    it("run the same workflow to the same output through a Runtime", async () => {
+      const a = runtimes.make({ agents: [ReportBuilder] });
+      const b = runtimes.make({ agents: [functional] });
+      const fromClass = await (await a.run("report_builder", "build", { quarter: "2026-Q3" })).result();
+      const fromFunctions = await (await b.run(functional, "build", { quarter: "2026-Q3" })).result();
+      expect(fromClass).toEqual(fromFunctions);
+      expect(fromClass).toEqual({ quarter: "2026-Q3", summary: "Q:2026-Q3=70" });
+      // Both record the same steps.
+      const stepsOf = async (rt: Runtime, id: string) =>
+        (await rt.history(id)).steps.map((s) => [s.seq, s.kind, s.name, s.status, s.result]);
+      const [runA] = await a.listRuns();
+      const [runB] = await b.listRuns();
+      expect(await stepsOf(a, runA?.id as string)).toEqual(await stepsOf(b, runB?.id as string));
+    });
 
-  it("bind `this` in decorated methods to one instance of the class", async () => {
-    const rt = runtimes.make({ agents: [ReportBuilder] });
-    thisSeen.length = 0;
-    await (await rt.run(ReportBuilder, "build", { quarter: "Q1" })).result();
-    await (await rt.run("report_builder", "build", { quarter: "Q2" })).result();
-    expect(thisSeen).toHaveLength(6);
-    for (const self of thisSeen) expect(self).toBeInstanceOf(ReportBuilder);
-    expect(new Set(thisSeen).size).toBe(1);
-    expect(instances).toContain(thisSeen[0]);
-  });
+    it("bind `this` in decorated methods to one instance of the class", async () => {
+      const rt = runtimes.make({ agents: [ReportBuilder] });
+      thisSeen.length = 0;
+      await (await rt.run(ReportBuilder, "build", { quarter: "Q1" })).result();
+      await (await rt.run("report_builder", "build", { quarter: "Q2" })).result();
+      expect(thisSeen).toHaveLength(6);
+      for (const self of thisSeen) expect(self).toBeInstanceOf(ReportBuilder);
+      expect(new Set(thisSeen).size).toBe(1);
+      expect(instances).toContain(thisSeen[0]);
+    });
 
-  it("validate decorated tool input with the schema given to @tool", async () => {
-    const rt = runtimes.make({ agents: [ReportBuilder] });
-    const bad = await rt.run("report_builder", "build", { quarter: 2026 });
-    const run = await rt.waitFor(bad.id);
-    expect(run.state).toBe("FAILED");
-    expect(run.error?.code).toBe("INVALID_INPUT");
-    expect(run.error?.message).toContain("quarter");
-  });
+    it("validate decorated tool input with the schema given to @tool", async () => {
+      const rt = runtimes.make({ agents: [ReportBuilder] });
+      const bad = await rt.run("report_builder", "build", { quarter: 2026 });
+      const run = await rt.waitFor(bad.id);
+      expect(run.state).toBe("FAILED");
+      expect(run.error?.code).toBe("INVALID_INPUT");
+      expect(run.error?.message).toContain("quarter");
+    });
 
-  it("name tools by the method and workflows by the argument or the method", () => {
-    @agent({ name: "renamer" })
-    class Renamer {
-      @tool({ name: "get-thing" })
-      async getThing() {
-        return 1;
+    it("name tools by the method and workflows by the argument or the method", () => {
+      @agent({ name: "renamer" })
+      class Renamer {
+        @tool({ name: "get-thing" })
+        async getThing() {
+          return 1;
+        }
+
+        @workflow()
+        async main(ctx: WorkflowContext) {
+          return ctx.tool("get-thing", {});
+        }
       }
-
-      @workflow()
-      async main(ctx: WorkflowContext) {
-        return ctx.tool("get-thing", {});
-      }
-    }
-    const definition = toAgentDefinition(Renamer);
-    expect(Object.keys(definition.tools)).toEqual(["get-thing"]);
-    expect(Object.keys(definition.workflows)).toEqual(["main"]);
-    expect(definition.description).toBe("");
-    expect(definition.version).toBe("1");
+      const definition = toAgentDefinition(Renamer);
+      expect(Object.keys(definition.tools)).toEqual(["get-thing"]);
+      expect(Object.keys(definition.workflows)).toEqual(["main"]);
+      expect(definition.description).toBe("");
+      expect(definition.version).toBe("1");
+    });
   });
 });
 
+// Definitions refused before any run: no backend involved.
 describe("invalid definitions", () => {
   const ok = { go: async () => 1 };
 

@@ -1,160 +1,163 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
 import type { TransitionRequest } from "../src/backend/backend.ts";
-import type { StepRecord } from "../src/core/records.ts";
-import { deferred, forever, InMemoryBackend, Runtimes, until, untilState } from "./helpers/runtime-helpers.ts";
-
-const runtimes = new Runtimes();
-afterEach(() => runtimes.closeAll());
+import { forEachBackend, intercept } from "./helpers/backends.ts";
+import { deferred, forever, until, untilState } from "./helpers/runtime-helpers.ts";
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-describe("review: shutdown grace and leases", () => {
-  it("keeps renewing its leases during the grace period, so no other worker runs the run meanwhile", async () => {
-    const backend = new InMemoryBackend();
-    const entered = deferred();
-    let calls = 0;
-    let running = 0;
-    let overlap = 0;
-    const agent = defineAgent({
-      name: "graceful",
-      tools: {
-        slow: defineTool({
-          run: async () => {
-            calls++;
-            running++;
-            if (running > 1) overlap++;
-            entered.resolve();
-            await sleep(600);
-            running--;
-            return "done";
-          },
-        }),
-      },
-      workflows: {
-        async go(ctx) {
-          return ctx.tool("slow", {});
+forEachBackend((under) => {
+  const { runtimes } = under;
+  describe("review: shutdown grace and leases", () => {
+    it("keeps renewing its leases during the grace period, so no other worker runs the run meanwhile", async () => {
+      const backend = under.backend();
+      const entered = deferred();
+      let calls = 0;
+      let running = 0;
+      let overlap = 0;
+      const agent = defineAgent({
+        name: "graceful",
+        tools: {
+          slow: defineTool({
+            run: async () => {
+              calls++;
+              running++;
+              if (running > 1) overlap++;
+              entered.resolve();
+              await sleep(600);
+              running--;
+              return "done";
+            },
+          }),
         },
-      },
+        workflows: {
+          async go(ctx) {
+            return ctx.tool("slow", {});
+          },
+        },
+      });
+      const a = runtimes.make({ agents: [agent], backend, worker: { leaseMs: 150, pollIntervalMs: 10 } });
+      const handle = await a.run(agent, "go", {});
+      await entered.promise;
+      // A second worker on the same store, as another process would be.
+      const b = runtimes.make({ agents: [agent], backend, worker: { leaseMs: 150, pollIntervalMs: 10 } });
+      await b.start();
+      // The tool ends well within the grace: the run should simply complete under worker A. Before the
+      // fix A stopped renewing as soon as shutdown began, its 150 ms lease lapsed, and B took the run
+      // over and ran the tool a second time while A's call was still running.
+      await a.shutdown({ graceMs: 2000 });
+      const done = await untilState(backend, handle.id, "COMPLETED");
+      expect(done.output).toBe("done");
+      expect(overlap).toBe(0);
+      expect(calls).toBe(1);
+      const transitions = (await backend.listTransitions(handle.id)).map((t) => t.to);
+      expect(transitions).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
     });
-    const a = runtimes.make({ agents: [agent], backend, worker: { leaseMs: 150, pollIntervalMs: 10 } });
-    const handle = await a.run(agent, "go", {});
-    await entered.promise;
-    // A second worker on the same store, as another process would be.
-    const b = runtimes.make({ agents: [agent], backend, worker: { leaseMs: 150, pollIntervalMs: 10 } });
-    await b.start();
-    // The tool ends well within the grace: the run should simply complete under worker A. Before the
-    // fix A stopped renewing as soon as shutdown began, its 150 ms lease lapsed, and B took the run
-    // over and ran the tool a second time while A's call was still running.
-    await a.shutdown({ graceMs: 2000 });
-    const done = await untilState(backend, handle.id, "COMPLETED");
-    expect(done.output).toBe("done");
-    expect(overlap).toBe(0);
-    expect(calls).toBe(1);
-    const transitions = (await backend.listTransitions(handle.id)).map((t) => t.to);
-    expect(transitions).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
+
+    it("stops a run whose envelope is built after the shutdown began (slow backend)", async () => {
+      // The worker hears of its RUNNING transition's commit a while after it, as across a slow
+      // network. (The slow call was loadSteps until the worker stopped reading the empty journal
+      // of a run claimed from PENDING.)
+      const inner = under.backend();
+      const backend = intercept(inner, {
+        async transition(request: TransitionRequest) {
+          const done = await inner.transition(request);
+          if (request.to === "RUNNING") await sleep(200);
+          return done;
+        },
+      });
+      let entered = false;
+      const agent = defineAgent({
+        name: "late_envelope",
+        tools: {
+          hang: defineTool({
+            run: () => {
+              entered = true;
+              return forever;
+            },
+          }),
+        },
+        workflows: {
+          async go(ctx) {
+            return ctx.tool("hang", {});
+          },
+        },
+      });
+      const rt = runtimes.make({ agents: [agent], backend });
+      const handle = await rt.run(agent, "go", {});
+      // Claimed and RUNNING, but its envelope is not built yet (the worker still awaits the commit).
+      await untilState(backend, handle.id, "RUNNING");
+      const shutdown = rt.shutdown({ graceMs: 0 }).then(() => "shut down");
+      // Before the fix shutdown stopped no envelope (there was none yet), then awaited the run, whose
+      // envelope was built next and ran the tool for ever: shutdown never returned.
+      const outcome = await Promise.race([shutdown, sleep(2000).then(() => "still waiting")]);
+      expect(outcome).toBe("shut down");
+      expect(entered).toBe(false);
+      const run = await until(async () => {
+        const r = await backend.getRun(handle.id);
+        return r?.state === "INTERRUPTED" ? r : undefined;
+      });
+      expect(run.leaseOwner).toBeNull();
+    });
   });
 
-  it("stops a run whose envelope is built after the shutdown began (slow backend)", async () => {
-    /** loadSteps takes a while, as a network round trip to a database server would. */
-    class SlowLoadBackend extends InMemoryBackend {
-      override async loadSteps(runId: string): Promise<StepRecord[]> {
-        await sleep(200);
-        return super.loadSteps(runId);
-      }
-    }
-    const backend = new SlowLoadBackend();
-    let entered = false;
-    const agent = defineAgent({
-      name: "late_envelope",
-      tools: {
-        hang: defineTool({
-          run: () => {
-            entered = true;
-            return forever;
-          },
-        }),
-      },
-      workflows: {
-        async go(ctx) {
-          return ctx.tool("hang", {});
+  describe("review: explicit resume racing a recovery sweep", () => {
+    it("returns a handle when another worker took over and resumed the run first", async () => {
+      /** On the user's takeover, another process's sweep gets there first (INTERRUPTED, RESUMING). */
+      const inner = under.backend();
+      let raced = false;
+      const backend = intercept(inner, {
+        async transition(request: TransitionRequest) {
+          if (!raced && "takeover" in request.fence) {
+            raced = true;
+            const sweep = { kind: "system", id: "other-worker" } as const;
+            await inner.transition({ ...request, actor: sweep });
+            await inner.transition({
+              ...request,
+              from: "INTERRUPTED",
+              to: "RESUMING",
+              actor: sweep,
+              reason: "automatic recovery 1 of 3",
+              at: Date.now(),
+              fence: { unowned: true, now: Date.now() },
+              patch: { countRecovery: true },
+            });
+          }
+          return inner.transition(request);
         },
-      },
+      });
+      await backend.init();
+      const versions = { workflow: "unknown", policy: null, runtime: "test" };
+      const { run } = await backend.createRun({
+        id: "run_raced",
+        agent: "somebody",
+        workflow: "go",
+        key: null,
+        input: null,
+        versions,
+        meta: {},
+        actor: { kind: "user", id: "t" },
+        reason: "started",
+        at: Date.now(),
+      });
+      const claimed = await backend.claimRun({ workerId: "gone-host:1:abc", now: Date.now() - 1000, leaseMs: 10 });
+      expect(claimed?.id).toBe(run.id);
+      await backend.transition({
+        runId: run.id,
+        from: "PENDING",
+        to: "RUNNING",
+        actor: { kind: "worker", id: "gone-host:1:abc" },
+        reason: "claimed",
+        versions,
+        at: Date.now(),
+        fence: { epoch: claimed?.epoch ?? 0 },
+      });
+      const agent = defineAgent({ name: "somebody", tools: {}, workflows: { go: async () => 1 } });
+      const client = runtimes.make({ agents: [agent], backend, worker: false });
+      // Before the fix: LeaseLostError "takeover refused", though the run is being resumed.
+      const handle = await client.resume(run.id);
+      expect(handle.id).toBe(run.id);
+      expect((await backend.getRun(run.id))?.state).toBe("RESUMING");
     });
-    const rt = runtimes.make({ agents: [agent], backend });
-    const handle = await rt.run(agent, "go", {});
-    // Claimed and RUNNING, but its envelope is not built yet (loadSteps in flight).
-    await untilState(backend, handle.id, "RUNNING");
-    const shutdown = rt.shutdown({ graceMs: 0 }).then(() => "shut down");
-    // Before the fix shutdown stopped no envelope (there was none yet), then awaited the run, whose
-    // envelope was built next and ran the tool for ever: shutdown never returned.
-    const outcome = await Promise.race([shutdown, sleep(2000).then(() => "still waiting")]);
-    expect(outcome).toBe("shut down");
-    expect(entered).toBe(false);
-    const run = await until(async () => {
-      const r = await backend.getRun(handle.id);
-      return r?.state === "INTERRUPTED" ? r : undefined;
-    });
-    expect(run.leaseOwner).toBeNull();
-  });
-});
-
-describe("review: explicit resume racing a recovery sweep", () => {
-  it("returns a handle when another worker took over and resumed the run first", async () => {
-    /** On the user's takeover, another process's sweep gets there first (INTERRUPTED, RESUMING). */
-    class RacingBackend extends InMemoryBackend {
-      raced = false;
-      override async transition(request: TransitionRequest) {
-        if (!this.raced && "takeover" in request.fence) {
-          this.raced = true;
-          const sweep = { kind: "system", id: "other-worker" } as const;
-          await super.transition({ ...request, actor: sweep });
-          await super.transition({
-            ...request,
-            from: "INTERRUPTED",
-            to: "RESUMING",
-            actor: sweep,
-            reason: "automatic recovery 1 of 3",
-            at: Date.now(),
-            fence: { unowned: true, now: Date.now() },
-            patch: { countRecovery: true },
-          });
-        }
-        return super.transition(request);
-      }
-    }
-    const backend = new RacingBackend();
-    await backend.init();
-    const versions = { workflow: "unknown", policy: null, runtime: "test" };
-    const { run } = await backend.createRun({
-      id: "run_raced",
-      agent: "somebody",
-      workflow: "go",
-      key: null,
-      input: null,
-      versions,
-      meta: {},
-      actor: { kind: "user", id: "t" },
-      reason: "started",
-      at: Date.now(),
-    });
-    const claimed = await backend.claimRun({ workerId: "gone-host:1:abc", now: Date.now() - 1000, leaseMs: 10 });
-    expect(claimed?.id).toBe(run.id);
-    await backend.transition({
-      runId: run.id,
-      from: "PENDING",
-      to: "RUNNING",
-      actor: { kind: "worker", id: "gone-host:1:abc" },
-      reason: "claimed",
-      versions,
-      at: Date.now(),
-      fence: { epoch: claimed?.epoch ?? 0 },
-    });
-    const agent = defineAgent({ name: "somebody", tools: {}, workflows: { go: async () => 1 } });
-    const client = runtimes.make({ agents: [agent], backend, worker: false });
-    // Before the fix: LeaseLostError "takeover refused", though the run is being resumed.
-    const handle = await client.resume(run.id);
-    expect(handle.id).toBe(run.id);
-    expect((await backend.getRun(run.id))?.state).toBe("RESUMING");
   });
 });

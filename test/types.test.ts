@@ -45,6 +45,8 @@ const typed = defineAgent({
   },
 });
 
+// Not run on every backend (test/helpers/backends.ts): these are compile-time checks; the runs here only
+// show that a typed call runs, which the runtime tests cover on each backend.
 describe("types", () => {
   it("types tool results from the tool definition", () => {
     type AddResult = Awaited<ReturnType<(typeof typed.tools)["add"]["run"]>>;

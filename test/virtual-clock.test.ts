@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ApprovalExpiredError, defineAgent, defineTool } from "../src/index.ts";
-import { TestRuntime } from "../src/testing.ts";
+import { forEachBackend } from "./helpers/backends.ts";
 
 const DAY = 24 * 3600_000;
 
@@ -37,54 +37,57 @@ const agent = defineAgent({
   },
 });
 
-describe("TestRuntime: a virtual clock", () => {
-  it("runs a workflow that sleeps 30 days in milliseconds", async () => {
-    const t = new TestRuntime({ agents: [agent] });
-    const started = Date.now();
-    const run = await t.run(agent, "month", null);
-    const ended = await t.settle(run.id);
-    expect(ended.state).toBe("COMPLETED");
-    expect(ended.output).toEqual({ days: 30 });
-    expect(Date.now() - started).toBeLessThan(5000);
-    const waits = await t.waits(run.id);
-    expect(waits.filter((w) => w.kind === "timer")).toHaveLength(30);
-    await t.shutdown();
+forEachBackend((under) => {
+  const { runtimes } = under;
+  describe("TestRuntime: a virtual clock", () => {
+    it("runs a workflow that sleeps 30 days in milliseconds", async () => {
+      const t = runtimes.makeTest({ agents: [agent] });
+      const started = Date.now();
+      const run = await t.run(agent, "month", null);
+      const ended = await t.settle(run.id);
+      expect(ended.state).toBe("COMPLETED");
+      expect(ended.output).toEqual({ days: 30 });
+      expect(Date.now() - started).toBeLessThan(5000);
+      const waits = await t.waits(run.id);
+      expect(waits.filter((w) => w.kind === "timer")).toHaveLength(30);
+      await t.shutdown();
+    });
+
+    it("lets an approval that expires in 48 hours expire", async () => {
+      const t = runtimes.makeTest({ agents: [agent] });
+      const run = await t.run(agent, "approval", null);
+      const paused = await t.settle(run.id, { skipTimers: false });
+      expect(paused.pausedReason).toBe("awaiting_approval");
+      const t0 = t.clock.now();
+      const ended = await t.settle(run.id);
+      expect(ended.output).toBe("expired");
+      expect(t.clock.now() - t0).toBe(48 * 3600_000);
+      await t.shutdown();
+    });
+
+    it("pauses long retry backoffs on a durable timer (awaiting_retry)", async () => {
+      const t = runtimes.makeTest({ agents: [agent] });
+      const run = await t.run(agent, "retries", null);
+      const ended = await t.settle(run.id);
+      expect(ended.output).toBe(3);
+      const history = await t.history(run.id);
+      expect(history.transitions.filter((tr) => tr.pausedReason === "awaiting_retry")).toHaveLength(2);
+      expect(history.waits.map((w) => w.id)).toEqual(["r1.2", "r1.3"]);
+      await t.shutdown();
+    });
   });
 
-  it("lets an approval that expires in 48 hours expire", async () => {
-    const t = new TestRuntime({ agents: [agent] });
-    const run = await t.run(agent, "approval", null);
-    const paused = await t.settle(run.id, { skipTimers: false });
-    expect(paused.pausedReason).toBe("awaiting_approval");
-    const t0 = t.clock.now();
-    const ended = await t.settle(run.id);
-    expect(ended.output).toBe("expired");
-    expect(t.clock.now() - t0).toBe(48 * 3600_000);
-    await t.shutdown();
-  });
-
-  it("pauses long retry backoffs on a durable timer (awaiting_retry)", async () => {
-    const t = new TestRuntime({ agents: [agent] });
-    const run = await t.run(agent, "retries", null);
-    const ended = await t.settle(run.id);
-    expect(ended.output).toBe(3);
-    const history = await t.history(run.id);
-    expect(history.transitions.filter((tr) => tr.pausedReason === "awaiting_retry")).toHaveLength(2);
-    expect(history.waits.map((w) => w.id)).toEqual(["r1.2", "r1.3"]);
-    await t.shutdown();
-  });
-});
-
-describe("TestRuntime with the expense example", () => {
-  it("answers, then lets the 48-hour approval expire: the run ends BLOCKED", async () => {
-    const { expenses } = await import("../examples/expense-approval.ts");
-    const t = new TestRuntime({ agents: [expenses] });
-    const run = await t.run(expenses, "submit", { employee: "ana", amount: 420, purpose: "client dinner" });
-    expect((await t.settle(run.id, { skipTimers: false })).pausedReason).toBe("awaiting_user");
-    await t.answer(run.id, "w2", { costCenter: "CC-1001" });
-    const ended = await t.settle(run.id);
-    expect(ended.state).toBe("BLOCKED");
-    expect(ended.error?.code).toBe("APPROVAL_EXPIRED");
-    await t.shutdown();
+  describe("TestRuntime with the expense example", () => {
+    it("answers, then lets the 48-hour approval expire: the run ends BLOCKED", async () => {
+      const { expenses } = await import("../examples/expense-approval.ts");
+      const t = runtimes.makeTest({ agents: [expenses] });
+      const run = await t.run(expenses, "submit", { employee: "ana", amount: 420, purpose: "client dinner" });
+      expect((await t.settle(run.id, { skipTimers: false })).pausedReason).toBe("awaiting_user");
+      await t.answer(run.id, "w2", { costCenter: "CC-1001" });
+      const ended = await t.settle(run.id);
+      expect(ended.state).toBe("BLOCKED");
+      expect(ended.error?.code).toBe("APPROVAL_EXPIRED");
+      await t.shutdown();
+    });
   });
 });
