@@ -120,6 +120,13 @@ describe("two processes on one SQLite file", () => {
       const { run, transitions, path } = await inspect(db, runId);
       expect(run.state).toBe("COMPLETED");
       expect(run.output).toEqual({ acc: 115 });
+      // B is a worker for any run and may claim A's new run before A does; then A's signal cuts
+      // nothing, B runs it start to end, and there is nothing more to check.
+      if (path.length === 3 && !transitions[1]?.actor.id.includes(`:${a.proc.pid}:`)) {
+        expect(path).toEqual(["->PENDING", "PENDING>RUNNING", "RUNNING>COMPLETED"]);
+        expect(runs(dir)).toEqual([1, 1, 1, 1, 1]);
+        return;
+      }
       expect(path).toEqual([
         "->PENDING",
         "PENDING>RUNNING",
