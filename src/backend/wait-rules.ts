@@ -436,7 +436,6 @@ export function planEnd(input: {
   parent: RunRecord | undefined;
   parentWait: WaitRecord | undefined;
   children: readonly RunRecord[];
-  versions: Versions;
   at: number;
   plan: Plan;
 }): void {
@@ -519,7 +518,7 @@ export function planTransition(input: {
   }
   plan.update(ended);
   if (hasEnded(request.to) && input.end) {
-    planEnd({ ended, ...input.end, versions: request.versions, at: request.at, plan });
+    planEnd({ ended, ...input.end, at: request.at, plan });
   }
   return { plan, run: plan.current(ended), transition: result.transition };
 }
