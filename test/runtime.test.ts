@@ -500,6 +500,43 @@ forEachBackend((under) => {
       ]);
     });
 
+    it("an explicit resume goes on when another worker resumed and claimed the run before its write", async () => {
+      /** A worker's recovery resumes and claims the INTERRUPTED run just before the explicit resume writes. */
+      const inner = under.backend();
+      let raced = false;
+      const backend = intercept(inner, {
+        async transition(request: TransitionRequest) {
+          if (!raced && request.to === "RESUMING" && request.actor.kind === "user") {
+            raced = true;
+            const sweeper = { kind: "system" as const, id: "sweeper" };
+            await inner.transition({ ...request, actor: sweeper, fence: { unowned: true, now: Date.now() } });
+            const claimed = await inner.claimRun({
+              workerId: "other",
+              now: Date.now(),
+              leaseMs: 60_000,
+              runId: request.runId,
+            });
+            if (!claimed) throw new Error("claim failed");
+          }
+          return inner.transition(request);
+        },
+      });
+      await orphanedRun(backend, "run_claimed", 50);
+      await new Promise((r) => setTimeout(r, 70));
+      const client = runtimes.make({ agents: [recoverable([])], backend, worker: false });
+      await client.resume("run_claimed");
+      expect(raced).toBe(true);
+      const run = await client.getRun("run_claimed");
+      expect(run.leaseOwner).toBe("other");
+      const path = (await client.history("run_claimed")).transitions.map((t) => [t.to, t.actor.id]);
+      expect(path).toEqual([
+        ["PENDING", "test"],
+        ["RUNNING", ghost],
+        ["INTERRUPTED", "local"],
+        ["RESUMING", "sweeper"],
+      ]);
+    });
+
     it("resuming a run that is already RESUMING is a no-op", async () => {
       const backend = under.backend();
       await orphanedRun(backend, "run_again", 50);

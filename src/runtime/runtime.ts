@@ -6,6 +6,7 @@ import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
 import {
   IllegalTransitionError,
   InvalidDefinitionError,
+  LeaseLostError,
   RunNotFoundError,
   RunNotResumableError,
   RuntimeClosedError,
@@ -418,7 +419,8 @@ export class Runtime {
         // A worker's automatic recovery (this runtime's included, which starts with it) may have
         // resumed the INTERRUPTED run first: the only way out of INTERRUPTED is RESUMING, so the
         // resume that was asked for has happened.
-        if (error instanceof IllegalTransitionError && from === "INTERRUPTED") {
+        // Its claim may already hold a live lease, so the refusal can be LeaseLostError too.
+        if ((error instanceof IllegalTransitionError || error instanceof LeaseLostError) && from === "INTERRUPTED") {
           if ((await this.getRun(runId)).state !== "INTERRUPTED") return undefined;
         }
         throw error;
