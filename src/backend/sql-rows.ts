@@ -1,11 +1,13 @@
 import { createHash } from "node:crypto";
 import { InvalidDefinitionError, type SerializedError, StorageError } from "../core/errors.ts";
 import type {
+  AcceptanceRecord,
   Actor,
   AttemptRecord,
   Json,
   ParentClosePolicy,
   RunRecord,
+  RunUsage,
   SignalRecord,
   StepKind,
   StepRecord,
@@ -50,6 +52,9 @@ export interface RunRow {
   stop_request: string | null;
   continued_from: string | null;
   continued_to: string | null;
+  /** Schema 3 (SQLite) / migration 3 (PostgreSQL). */
+  usage?: string | null;
+  acceptance?: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -229,6 +234,8 @@ export function rowToRun(row: RunRow): RunRecord {
     stopRequest: decode<StopRequest>(row.stop_request),
     continuedFrom: row.continued_from,
     continuedTo: row.continued_to,
+    usage: decode<RunUsage>(row.usage ?? null),
+    acceptance: decode<AcceptanceRecord>(row.acceptance ?? null),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };

@@ -1,5 +1,11 @@
-import { IllegalTransitionError, LeaseLostError, RunNotFoundError } from "../core/errors.ts";
-import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import {
+  AlreadyDecidedError,
+  IllegalTransitionError,
+  LeaseLostError,
+  RunNotCompletedError,
+  RunNotFoundError,
+} from "../core/errors.ts";
+import type { AcceptanceRecord, RunRecord, TransitionRecord } from "../core/records.ts";
 import { isTerminal, type RunState } from "../core/run-state.ts";
 import { assertTransition } from "../core/transitions.ts";
 import type { CreateRunInput, TransitionRequest, Wake } from "./backend.ts";
@@ -55,6 +61,7 @@ export function applyTransition(
   if (patch.resetRecoveries) next.recoveries = 0;
   if (patch.clearStopRequest) next.stopRequest = undefined;
   if (patch.countRecovery) next.recoveries = next.recoveries + 1;
+  if (patch.usage !== undefined) next.usage = patch.usage;
   if ("takeover" in fence) {
     next.epoch = run.epoch + 1;
     next.leaseOwner = null;
@@ -102,6 +109,8 @@ export function pendingRun(input: CreateRunInput): { run: RunRecord; transition:
     stopRequest: undefined,
     continuedFrom: null,
     continuedTo: null,
+    usage: undefined,
+    acceptance: undefined,
     createdAt: input.at,
     updatedAt: input.at,
   };
@@ -121,9 +130,15 @@ export function pendingRun(input: CreateRunInput): { run: RunRecord; transition:
 
 /**
  * States a worker claims: a new run, a run to resume, a run whose cancellation a worker must
- * finish (CANCELLING without a live lease: cancelled while PAUSED, or its worker was lost).
+ * finish (CANCELLING without a live lease: cancelled while PAUSED, or its worker was lost), and a
+ * run an operator reconciled (RECONCILING: the worker moves it on to RUNNING and replays it).
  */
-export const RUNNABLE_STATES: ReadonlySet<RunState> = new Set<RunState>(["PENDING", "RESUMING", "CANCELLING"]);
+export const RUNNABLE_STATES: ReadonlySet<RunState> = new Set<RunState>([
+  "PENDING",
+  "RESUMING",
+  "CANCELLING",
+  "RECONCILING",
+]);
 
 /** Whether `run` may be claimed at `now` (runnable state, no live lease, one of `agents` when given). */
 export function isClaimable(run: RunRecord, now: number, agents?: readonly string[]): boolean {
@@ -144,4 +159,28 @@ export function wakeFor(runId: string, state: RunState): Exclude<Wake, { kind: "
   if (RUNNABLE_STATES.has(state)) return { kind: "runnable", runId };
   if (isTerminal(state)) return { kind: "ended", runId };
   return undefined;
+}
+
+/**
+ * The rule of `recordAcceptance`, shared by every backend: called inside the backend's transaction
+ * with the run as stored now, it refuses an unknown run (`RunNotFoundError`), a run that is not
+ * COMPLETED (`RunNotCompletedError`) and a run that has a verdict already (`AlreadyDecidedError`),
+ * and otherwise returns the run with `acceptance` set. Nothing else changes: it is not a
+ * transition (no transition row; state, `lastTransitionId` and `updatedAt` stay as they are).
+ */
+export function applyAcceptance(run: RunRecord | undefined, runId: string, acceptance: AcceptanceRecord): RunRecord {
+  if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs\``);
+  const verb = acceptance.decision === "accepted" ? "accept" : "reject";
+  if (run.state !== "COMPLETED") {
+    throw new RunNotCompletedError(
+      `cannot ${verb} run ${run.id}: it is ${run.state}, and accept/reject need a COMPLETED run`,
+    );
+  }
+  if (run.acceptance) {
+    const prior = run.acceptance;
+    throw new AlreadyDecidedError(
+      `cannot ${verb} run ${run.id}: it was already ${prior.decision} by ${prior.by.kind} ${prior.by.id} at ${new Date(prior.at).toISOString()}${prior.note ? ` ("${prior.note}")` : ""}; a run gets one verdict`,
+    );
+  }
+  return { ...run, acceptance };
 }

@@ -131,17 +131,21 @@ function resolveInPlan(
 }
 
 /**
- * The value a child wait resolves with: how the child ended, and the run that continues it when
- * it continued as new (the parent then waits for that one).
+ * The value a child wait resolves with: how the child ended, the run that continues it when it
+ * continued as new (the parent then waits for that one), and what it used (`usage`, the
+ * `RunUsage` its ending transition wrote; the key is left out when it has none).
  */
 export function childEnding(child: RunRecord): Json {
-  return {
+  const ending: { [key: string]: Json } = {
     runId: child.id,
     state: child.state,
     output: child.output ?? null,
     error: (child.error as unknown as Json) ?? null,
     continuedTo: child.continuedTo,
   };
+  // What the child used (set by the transition that ended it), for the parent's own usage.
+  if (child.usage !== undefined) ending.usage = { ...child.usage };
+  return ending;
 }
 
 /**
@@ -356,19 +360,38 @@ export function planDue(input: { run: RunRecord; due: readonly WaitRecord[]; now
   return { plan, resolved };
 }
 
+/** What `planEnd` needs besides the ended run and the plan: see {@link planEnd}. */
+export interface EndContext {
+  openWaits: readonly WaitRecord[];
+  parent: RunRecord | undefined;
+  parentWait: WaitRecord | undefined;
+  children: readonly RunRecord[];
+}
+
 /**
- * `requestStop`: the backend loads the run. A terminal run is left as it is; a PENDING run is
- * cancelled at once; a PAUSED or INTERRUPTED run moves to where a worker carries the request out
- * (CANCELLING, or RESUMING to be suspended); a run a worker holds keeps the request for it — so
- * does any run under a live lease (a PENDING run claimed but not started yet).
+ * `requestStop`: the backend loads the run and, for a cancel of a NEEDS_RECONCILIATION run, what
+ * `planEnd` needs (`end`, as for a transition into an ended state). A terminal run is left as it
+ * is; a PENDING run is cancelled at once, and so is a NEEDS_RECONCILIATION one (no worker
+ * claims it: it waits for an operator), whose end then does what `planEnd` says; a PAUSED or
+ * INTERRUPTED run moves to where a worker carries the request out (CANCELLING, or RESUMING to be
+ * suspended); a run a worker holds keeps the request for it — so does any run under a live lease
+ * (a PENDING run claimed but not started yet).
  */
-export function planStop(input: { run: RunRecord | undefined; request: StopRunRequest }): Plan {
+export function planStop(input: { run: RunRecord | undefined; request: StopRunRequest; end?: EndContext }): Plan {
   const plan = new Plan();
   if (!input.run) throw new RunNotFoundError(`no run with id "${input.request.runId}"`);
   // A child cancelled on its own must end through a worker, so that its end resolves the
   // parent's wait on it (`planEnd`); a top-level PENDING run is cancelled at once.
-  stopInPlan(plan, input.run, input.request.request, input.request.versions, input.run.parentRunId === null);
+  stopInPlan(plan, input.run, input.request.request, input.request.versions, {
+    cancelPendingAtOnce: input.run.parentRunId === null,
+    end: input.end,
+  });
   return plan;
+}
+
+/** Whether `requestStop` needs the end context of `run` (see {@link planStop}). */
+export function stopMayEnd(run: RunRecord | undefined, request: StopRequest): boolean {
+  return run !== undefined && run.state === "NEEDS_RECONCILIATION" && request.kind === "cancel";
 }
 
 function stopInPlan(
@@ -376,7 +399,15 @@ function stopInPlan(
   loaded: RunRecord,
   request: StopRequest,
   versions: Versions,
-  cancelPendingAtOnce: boolean,
+  options: {
+    cancelPendingAtOnce: boolean;
+    /**
+     * What `planEnd` needs of this run: a NEEDS_RECONCILIATION run is cancelled at once only with
+     * it (a child stopped by its parent's end keeps the request until an operator reconciles it
+     * or cancels it).
+     */
+    end: EndContext | undefined;
+  },
 ): void {
   const run = plan.current(loaded);
   if (isTerminal(run.state) && run.state !== "INTERRUPTED") return;
@@ -389,7 +420,7 @@ function stopInPlan(
   // carries the request out, as for a RUNNING run.
   const held = run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > request.at;
   if (!held && request.kind === "cancel") {
-    if (run.state === "PENDING" && cancelPendingAtOnce) {
+    if (run.state === "PENDING" && options.cancelPendingAtOnce) {
       plan.transition(withRequest, {
         ...common,
         to: "CANCELLED",
@@ -403,6 +434,26 @@ function stopInPlan(
           },
         },
       });
+      return;
+    }
+    if (run.state === "NEEDS_RECONCILIATION" && options.end) {
+      // No worker holds or claims it: it waits for an operator, whose cancel ends it here.
+      const ended = plan.transition(withRequest, {
+        ...common,
+        to: "CANCELLED",
+        reason: `cancelled by ${request.by.kind} ${request.by.id} while it needed reconciliation: ${request.reason}`,
+        patch: {
+          error: {
+            name: "CancelledError",
+            code: "CANCELLED",
+            message: `cancelled while it needed reconciliation: ${request.reason}`,
+            // The effect whose outcome nobody could tell stays as it was: "during" it.
+            data: { by: request.by.id, stopped: "during_step", inFlight: [] },
+            ...(run.error ? { cause: run.error } : {}),
+          },
+        },
+      });
+      planEnd({ ended, ...options.end, at: request.at, plan });
       return;
     }
     if (run.state === "PAUSED" || run.state === "INTERRUPTED") {
@@ -469,7 +520,7 @@ export function planEnd(input: {
       },
       child.versions,
       // The parent is ending in this very transaction: nothing waits on the child any more.
-      true,
+      { cancelPendingAtOnce: true, end: undefined },
     );
   }
 }
@@ -490,16 +541,11 @@ export function successorRun(
  * `transition`: the backend loads the run and, when `request.to` is terminal, what `planEnd`
  * needs (`endContext`). Returns the plan with the transition first.
  */
-export function planTransition(input: {
-  run: RunRecord | undefined;
-  request: TransitionRequest;
-  end?: {
-    openWaits: readonly WaitRecord[];
-    parent: RunRecord | undefined;
-    parentWait: WaitRecord | undefined;
-    children: readonly RunRecord[];
-  };
-}): { plan: Plan; run: RunRecord; transition: TransitionRecord } {
+export function planTransition(input: { run: RunRecord | undefined; request: TransitionRequest; end?: EndContext }): {
+  plan: Plan;
+  run: RunRecord;
+  transition: TransitionRecord;
+} {
   const { request } = input;
   const plan = new Plan();
   const result = applyTransition(input.run, request);

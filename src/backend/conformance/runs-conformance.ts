@@ -41,6 +41,8 @@ export function describeRuns(use: UseBackend): void {
         stopRequest: undefined,
         continuedFrom: null,
         continuedTo: null,
+        usage: undefined,
+        acceptance: undefined,
         createdAt: T0,
         updatedAt: T0,
       };

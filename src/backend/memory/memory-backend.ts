@@ -1,5 +1,12 @@
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, SignalRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type {
+  AcceptanceRecord,
+  RunRecord,
+  SignalRecord,
+  StepRecord,
+  TransitionRecord,
+  WaitRecord,
+} from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type {
   ClaimRequest,
@@ -17,8 +24,9 @@ import type {
   TransitionRequest,
   Wake,
 } from "../backend.ts";
-import { claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import {
+  type EndContext,
   hasEnded,
   type Plan,
   planDue,
@@ -27,6 +35,7 @@ import {
   planStop,
   planSuspend,
   planTransition,
+  stopMayEnd,
 } from "../wait-rules.ts";
 
 /**
@@ -129,23 +138,18 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
     const run = this.#runs.get(request.runId);
-    let end: NonNullable<Parameters<typeof planTransition>[0]["end"]> | undefined;
-    if (run && hasEnded(request.to)) {
-      const parent = run.parentRunId === null ? undefined : this.#runs.get(run.parentRunId);
-      end = {
-        openWaits: this.#runWaits(run.id).filter((w) => w.status === "open"),
-        parent,
-        parentWait: parent
-          ? this.#runWaits(parent.id).find((w) => w.kind === "child" && w.name === run.id && w.status === "open")
-          : undefined,
-        children: [...this.#runs.values()].filter((r) => r.parentRunId === run.id && !hasEnded(r.state)),
-      };
-    }
+    const end = run && hasEnded(request.to) ? this.#endContext(run) : undefined;
     const { plan, run: next, transition } = planTransition(end ? { run, request, end } : { run, request });
     if (request.successor && this.#runs.has(request.successor.id)) {
       throw new InvalidInputError(`run id "${request.successor.id}" already exists; run ids must be unique`);
     }
+    for (const step of request.steps ?? []) {
+      if (step.runId !== request.runId) throw new InvalidInputError("a transition's steps must be steps of its run");
+    }
     this.#apply(plan);
+    // Under the transition's fence (checked by planTransition), with the epoch it leaves.
+    const stored = this.#steps.get(request.runId) as Map<number, StepRecord>;
+    for (const step of request.steps ?? []) stored.set(step.seq, copyStep(step, next.epoch));
     const successor = request.successor;
     if (successor && successor.key !== null) {
       // The successor takes the key over: starting again with it finds the newest run of the chain.
@@ -226,13 +230,34 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
     const run = this.#runs.get(request.runId);
-    const plan = planStop({ run, request });
+    const plan = planStop(
+      run && stopMayEnd(run, request.request) ? { run, request, end: this.#endContext(run) } : { run, request },
+    );
     this.#apply(plan);
     return { run: { ...(this.#runs.get(request.runId) as RunRecord) }, transitions: plan.transitions };
   }
 
   async listStopRequested(workerId: string): Promise<string[]> {
     return [...this.#runs.values()].filter((r) => r.leaseOwner === workerId && r.stopRequest).map((r) => r.id);
+  }
+
+  async recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord> {
+    const run = applyAcceptance(this.#runs.get(runId), runId, structuredClone(acceptance));
+    this.#runs.set(run.id, run);
+    return structuredClone(run);
+  }
+
+  /** What `planEnd` needs of a run that ends now. */
+  #endContext(run: RunRecord): EndContext {
+    const parent = run.parentRunId === null ? undefined : this.#runs.get(run.parentRunId);
+    return {
+      openWaits: this.#runWaits(run.id).filter((w) => w.status === "open"),
+      parent,
+      parentWait: parent
+        ? this.#runWaits(parent.id).find((w) => w.kind === "child" && w.name === run.id && w.status === "open")
+        : undefined,
+      children: [...this.#runs.values()].filter((r) => r.parentRunId === run.id && !hasEnded(r.state)),
+    };
   }
 
   #runWaits(runId: string): WaitRecord[] {
@@ -278,7 +303,7 @@ export class InMemoryBackend implements RuntimeBackend {
     const stored = this.#steps.get(first.runId) as Map<number, StepRecord>;
     for (const step of steps) {
       if (step.runId !== first.runId) throw new InvalidInputError("saveSteps takes the steps of one run");
-      stored.set(step.seq, { ...step, attempts: step.attempts.map((a) => ({ ...a })), epoch: options.epoch });
+      stored.set(step.seq, copyStep(step, options.epoch));
     }
   }
 
@@ -300,8 +325,17 @@ export class InMemoryBackend implements RuntimeBackend {
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const steps = this.#steps.get(runId);
     if (!steps) return [];
-    return [...steps.values()]
-      .sort((a, b) => a.seq - b.seq)
-      .map((s) => ({ ...s, attempts: s.attempts.map((a) => ({ ...a })) }));
+    return [...steps.values()].sort((a, b) => a.seq - b.seq).map((s) => copyStep(s, s.epoch));
   }
+}
+
+/**
+ * A copy of a step stamped with `epoch`, sharing nothing mutable with the original: `effect` is
+ * kept only when set, so a step without one loads as it was saved.
+ */
+function copyStep(step: StepRecord, epoch: number): StepRecord {
+  const { effect, ...rest } = step;
+  const copy: StepRecord = { ...rest, attempts: step.attempts.map((a) => ({ ...a })), epoch };
+  if (effect !== undefined) copy.effect = structuredClone(effect);
+  return copy;
 }
