@@ -5,8 +5,11 @@
  */
 export type {
   AgentDefinition,
+  EffectStatusAnswer,
+  EffectStatusContext,
   ToolApproval,
   ToolDefinition,
+  ToolEffect,
   ToolMap,
   ToolOptions,
   WorkflowFunction,
@@ -60,12 +63,19 @@ export type {
   WorkflowContext,
 } from "./core/context.ts";
 export {
+  AlreadyDecidedError,
   ApprovalDeniedError,
   ApprovalExpiredError,
   ApprovalRefusedError,
+  BudgetExceededError,
   CairnError,
   type CairnErrorCode,
   CancelledError,
+  CompensationFailedError,
+  EffectNotAppliedError,
+  EffectNotFoundError,
+  EffectRefusedError,
+  EffectUnresolvedError,
   HeartbeatTimeoutError,
   IllegalTransitionError,
   InvalidDefinitionError,
@@ -74,8 +84,10 @@ export {
   NonRetryableError,
   NotSerializableError,
   PayloadTooLargeError,
+  PolicyDeniedError,
   ReplayDivergenceError,
   RunEndedError,
+  RunNotCompletedError,
   RunNotFoundError,
   RunNotOpenError,
   RunNotResumableError,
@@ -92,11 +104,15 @@ export {
   WaitTimeoutError,
 } from "./core/errors.ts";
 export type {
+  AcceptanceRecord,
   Actor,
   AttemptRecord,
+  EffectRecord,
+  EffectStatus,
   Json,
   ParentClosePolicy,
   RunRecord,
+  RunUsage,
   SignalRecord,
   StepKind,
   StepRecord,
@@ -124,6 +140,7 @@ export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts
 export type { ModelProvider } from "./llm/model-provider.ts";
 export { ScriptedModel, type ScriptedModelOptions, type ScriptedReply } from "./llm/scripted-model.ts";
 export { type Clock, systemClock } from "./runtime/clock.ts";
+export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export { consoleLogger, type Logger, silentLogger } from "./runtime/logger.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";

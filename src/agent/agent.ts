@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { Budget } from "../core/budget.ts";
 import type { ToolContext, ToolSignature, ToolSignatures, WorkflowContext } from "../core/context.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 
@@ -25,7 +26,62 @@ export interface ToolOptions<S extends z.ZodType = z.ZodType> {
    * A denial or an expiry throws `ApprovalDeniedError` / `ApprovalExpiredError` from `ctx.tool`.
    */
   approval?: ToolApproval;
+  /**
+   * The tool changes the outside world (DESIGN §5): its intent is committed before it runs, it
+   * gets an idempotency key (`ctx.idempotencyKey`) that every attempt and replay shares, and its
+   * receipt is recorded. An attempt that ends without a definite outcome is settled by `status`.
+   */
+  effect?: ToolEffect;
 }
+
+/** How an effect tool's outcome is made safe (see {@link ToolOptions.effect}). */
+export interface ToolEffect<Args = any, Result = any> {
+  /**
+   * The effect's own key, from its arguments (e.g. a transfer id); it must give the same key for
+   * the same logical effect. The key the tool sees is namespaced: `<agent>/<tool>:<key>`.
+   * @default `<runId>:<seq>`
+   */
+  key?: (args: Args, run: { runId: string; seq: number }) => string;
+  /**
+   * Asks the outside world whether the effect with `ctx.idempotencyKey` happened. Called when an
+   * attempt ended without a definite outcome (its process died, it timed out, it threw anything
+   * but `EffectNotAppliedError`), before anything else: `applied` records the receipt (and
+   * `result`, the tool's result) without running again; `not_applied` retries under the tool's
+   * policy; `unknown` (or a query that throws) sends the run to NEEDS_RECONCILIATION.
+   */
+  status?: (ctx: EffectStatusContext, args: Args) => Promise<EffectStatusAnswer<Result>> | EffectStatusAnswer<Result>;
+  /**
+   * The tool of the same agent that undoes this effect when the run compensates; called with
+   * `args(args, result)` (default: the same arguments). Compensations are effects of their own.
+   */
+  compensate?: string | { tool: string; args?: (args: Args, result: Result) => unknown };
+  /**
+   * Running it twice with the same key changes nothing more: without a `status` query, an
+   * attempt of unknown outcome is retried instead of sent to reconciliation.
+   * @default false
+   */
+  idempotent?: boolean;
+  /** The receipt to record from the result. @default `{ idempotencyKey, attempt }` */
+  receipt?: (result: Result) => unknown;
+}
+
+/** What an effect's `status` query sees. */
+export interface EffectStatusContext {
+  readonly runId: string;
+  readonly agent: string;
+  readonly tool: string;
+  readonly seq: number;
+  /** The key every attempt used. */
+  readonly idempotencyKey: string;
+  /** Fired when the run is stopped. */
+  readonly signal: AbortSignal;
+}
+
+/** The answer of an effect's `status` query. */
+export type EffectStatusAnswer<Result = unknown> =
+  | { outcome: "applied"; result?: Result; receipt?: unknown }
+  | { outcome: "not_applied" }
+  | { outcome: "unknown"; note?: string };
 
 /** The approval a tool needs (see {@link ToolOptions.approval}). */
 export interface ToolApproval {
@@ -69,9 +125,20 @@ export interface AgentDefinition<
    * @default []
    */
   readonly compatibleVersions: readonly string[];
+  /**
+   * When its runs undo their applied effects (DESIGN §5): `on_failure` (the workflow failed or
+   * was blocked), `on_failure_or_cancel`, or `never`. A run's own `compensate` option wins.
+   * @default "never"
+   */
+  readonly compensate: CompensateMode;
+  /** Budgets every run of this agent gets unless the run sets its own (per key). @default {} */
+  readonly budget: Budget;
   readonly tools: T;
   readonly workflows: W;
 }
+
+/** When a run undoes its applied effects: see {@link AgentDefinition.compensate}. */
+export type CompensateMode = "never" | "on_failure" | "on_failure_or_cancel";
 
 /** The input type of workflow `K` of agent `A`. */
 export type WorkflowInput<A, K extends string> =

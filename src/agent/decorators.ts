@@ -1,7 +1,15 @@
 import type { z } from "zod";
+import type { Budget } from "../core/budget.ts";
 import type { ToolContext, WorkflowContext } from "../core/context.ts";
 import { InvalidDefinitionError } from "../core/errors.ts";
-import type { AgentDefinition, ToolDefinition, ToolMap, ToolOptions, WorkflowFunction } from "./agent.ts";
+import type {
+  AgentDefinition,
+  CompensateMode,
+  ToolDefinition,
+  ToolMap,
+  ToolOptions,
+  WorkflowFunction,
+} from "./agent.ts";
 import { assertName, defineTool, makeAgent } from "./define.ts";
 
 /**
@@ -55,6 +63,10 @@ export interface AgentDecoratorOptions {
   version?: string;
   /** Older workflow versions this code still runs. */
   compatibleVersions?: readonly string[];
+  /** When runs undo their applied effects. @default "never" */
+  compensate?: CompensateMode;
+  /** Default budgets of its runs. @default {} */
+  budget?: Budget;
 }
 
 /** Marks a class as an agent; its `@tool` and `@workflow` methods become its tools and workflows. */

@@ -1,8 +1,16 @@
 import type { z } from "zod";
+import { type Budget, validateBudget } from "../core/budget.ts";
 import type { ToolContext, WorkflowContext } from "../core/context.ts";
 import { InvalidDefinitionError } from "../core/errors.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
-import type { AgentDefinition, ToolDefinition, ToolMap, ToolOptions, WorkflowFunction } from "./agent.ts";
+import type {
+  AgentDefinition,
+  CompensateMode,
+  ToolDefinition,
+  ToolMap,
+  ToolOptions,
+  WorkflowFunction,
+} from "./agent.ts";
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
 
@@ -65,6 +73,10 @@ export interface AgentSpec<T extends ToolMap, W> {
   version?: string;
   /** Older workflow versions this code still runs; see `AgentDefinition.compatibleVersions`. @default [] */
   compatibleVersions?: readonly string[];
+  /** When runs undo their applied effects; see `AgentDefinition.compensate`. @default "never" */
+  compensate?: CompensateMode;
+  /** Default budgets of its runs; see `AgentDefinition.budget`. @default {} */
+  budget?: Budget;
   tools: T;
   workflows: W & Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>;
 }
@@ -92,6 +104,8 @@ export function defineAgent<
   description?: string;
   version?: string;
   compatibleVersions?: readonly string[];
+  compensate?: CompensateMode;
+  budget?: Budget;
   tools: T;
   workflows: W;
 }): AgentDefinition<T, W> {
@@ -104,6 +118,8 @@ export function makeAgent(spec: {
   description?: string | undefined;
   version?: string | undefined;
   compatibleVersions?: readonly string[] | undefined;
+  compensate?: CompensateMode | undefined;
+  budget?: Budget | undefined;
   tools: ToolMap;
   workflows: Record<string, WorkflowFunction<any>>;
 }): AgentDefinition {
@@ -131,12 +147,30 @@ export function makeAgent(spec: {
       throw new InvalidDefinitionError(`workflow "${name}" of agent "${spec.name}" is not a function`);
     }
   }
+  const compensate = spec.compensate ?? "never";
+  if (!["never", "on_failure", "on_failure_or_cancel"].includes(compensate)) {
+    throw new InvalidDefinitionError(
+      `agent "${spec.name}" compensate must be "never", "on_failure" or "on_failure_or_cancel" (got ${JSON.stringify(compensate)})`,
+    );
+  }
+  for (const [name, tool] of Object.entries(tools)) {
+    const declared = tool.effect?.compensate;
+    const target = typeof declared === "string" ? declared : declared?.tool;
+    if (declared !== undefined && !(target && tools[target])) {
+      throw new InvalidDefinitionError(
+        `tool "${name}" of agent "${spec.name}" names compensate tool ${JSON.stringify(target)}, which the agent does not have; add it to the agent's tools`,
+      );
+    }
+  }
+  const budget = validateBudget(spec.budget ?? {}, `the budget of agent "${spec.name}"`);
   return Object.freeze({
     kind: "agent" as const,
     name: spec.name,
     description: spec.description ?? "",
     version: spec.version ?? "1",
     compatibleVersions: Object.freeze([...(spec.compatibleVersions ?? [])]),
+    compensate,
+    budget: Object.freeze(budget),
     tools: Object.freeze({ ...tools }),
     workflows: Object.freeze({ ...workflows }),
   });

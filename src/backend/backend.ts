@@ -1,9 +1,11 @@
 import type { SerializedError } from "../core/errors.ts";
 import type {
+  AcceptanceRecord,
   Actor,
   Json,
   ParentClosePolicy,
   RunRecord,
+  RunUsage,
   SignalRecord,
   StepRecord,
   StopRequest,
@@ -40,7 +42,7 @@ export interface RuntimeBackend {
   listRuns(filter?: RunFilter): Promise<RunRecord[]>;
 
   /**
-   * Claims one runnable run (state PENDING, RESUMING or CANCELLING, no lease or a lapsed one) for
+   * Claims one runnable run (state PENDING, RESUMING, CANCELLING or RECONCILING, no lease or a lapsed one) for
    * `workerId`: sets the lease, increments the epoch and returns the claimed run, oldest run
    * first. With `runId`, only that run is considered. Two concurrent claims never get the same run.
    */
@@ -127,6 +129,13 @@ export interface RuntimeBackend {
   requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }>;
   /** Ids of the runs `workerId` holds that have a stop request. */
   listStopRequested(workerId: string): Promise<string[]>;
+
+  /**
+   * Stores an operator's verdict on a COMPLETED run (`accept` / `reject`), apart from its state:
+   * in one transaction, refuses a run that is not COMPLETED (`RunNotCompletedError`) or already
+   * has a verdict (`AlreadyDecidedError`), else sets `acceptance` and returns the run.
+   */
+  recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord>;
 
   /**
    * Optional wake-ups, so that workers and waiters need not wait for their next poll: `listener`
@@ -230,6 +239,11 @@ export interface TransitionRequest {
    * both ways (`continuedTo` / `continuedFrom`). Only with a terminal `to`.
    */
   successor?: CreateRunInput;
+  /**
+   * Steps of this run to insert or replace in the same transaction, under the transition's fence
+   * (an operator's `reconcile` writes its decision on the effect's step this way).
+   */
+  steps?: readonly StepRecord[];
 }
 
 /** What `suspend` needs. */
@@ -318,4 +332,6 @@ export interface RunPatch {
    * within its grace) is not a crash, so it must not use up the bound meant for crash loops.
    */
   resetRecoveries?: boolean;
+  /** The run's usage, written with the transition that ends it. */
+  usage?: RunUsage;
 }

@@ -10,8 +10,10 @@ import type {
 } from "./context.ts";
 import { digestText } from "./digest.ts";
 import { divergenceError } from "./divergence.ts";
+import { type EffectSpec, effectSpec } from "./effect-steps.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import {
+  EffectUnresolvedError,
   InvalidInputError,
   type ReplayDivergenceError,
   type SerializedError,
@@ -39,7 +41,30 @@ export type EnvelopeOutcome =
    */
   | PauseOutcome
   /** `ctx.continueAsNew(input)`. */
-  | { kind: "continued"; input: Json };
+  | { kind: "continued"; input: Json }
+  /** An effect's outcome is unknown and nothing could settle it: an operator must (`reconcile`). */
+  | { kind: "needs_reconciliation"; error: SerializedError };
+
+/** How compensating a run ended. */
+export type CompensationOutcome =
+  /** Every applied effect with a declared compensation was undone (`undone` names them). */
+  | { kind: "compensated"; undone: string[] }
+  /** Some could not be undone: `failed` names each with why. */
+  | { kind: "compensation_failed"; undone: string[]; failed: string[] }
+  | Extract<EnvelopeOutcome, { kind: "needs_reconciliation" | "stopped" }>;
+
+/** The applied effects a compensation undoes, newest first (compensations themselves excluded). */
+export function compensationTargets(steps: readonly StepRecord[]): StepRecord[] {
+  return steps
+    .filter(
+      (s) =>
+        s.kind === "tool" &&
+        s.effect?.status === "applied" &&
+        s.effect.compensate !== null &&
+        s.effect.compensates === undefined,
+    )
+    .sort((a, b) => b.seq - a.seq);
+}
 
 /** A step in flight when a cancellation began, and how it ended. */
 export interface InFlightStep extends StepIdentity {
@@ -417,7 +442,13 @@ export class WorkflowEnvelope {
     return value;
   }
 
-  #toolStep(name: string, args: unknown, options: ToolCallOptions | undefined): Promise<unknown> {
+  #toolStep(
+    name: string,
+    args: unknown,
+    options: ToolCallOptions | undefined,
+    compensation?: { begun: { seq: number; recorded: StepRecord | undefined }; compensates: number },
+  ): Promise<unknown> {
+    const compensates = compensation?.compensates;
     const tool = this.#agent.tools[name];
     if (!tool) {
       const known = Object.keys(this.#agent.tools).join(", ") || "none";
@@ -442,7 +473,7 @@ export class WorkflowEnvelope {
     }
     let approvalBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
     let toolBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
-    if (tool.approval) {
+    if (tool.approval && !compensation) {
       // Both step numbers are taken now, so concurrent calls replay in the same order whatever
       // order their approvals come in.
       try {
@@ -452,19 +483,14 @@ export class WorkflowEnvelope {
         return Promise.reject(error);
       }
     }
-    const runTool = () =>
-      this.#step(
-        "tool",
-        name,
-        args,
-        {
-          policy: options?.retry ?? tool.retry,
-          startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
-          heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
-          run: (attempt) => tool.run(new ToolAttemptContext(this.#run, name, attempt, this.#host), parsed),
-        },
-        toolBegun,
-      );
+    const toolSpec = {
+      policy: options?.retry ?? tool.retry,
+      startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
+      heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
+      run: (attempt: StepExecution) => tool.run(new ToolAttemptContext(this.#run, name, attempt, this.#host), parsed),
+      effect: tool.effect ? (seq: number) => this.#effect(name, parsed, seq, compensates) : undefined,
+    };
+    const runTool = () => this.#step("tool", name, args, toolSpec, toolBegun);
     const approval = tool.approval;
     if (approval && approvalBegun) {
       const spec = () =>
@@ -476,11 +502,97 @@ export class WorkflowEnvelope {
         });
       return this.#wait(spec, approvalBegun).then(runTool);
     }
-    return this.#step("tool", name, args, {
-      policy: options?.retry ?? tool.retry,
-      startToCloseTimeoutMs: options?.startToCloseTimeoutMs ?? tool.startToCloseTimeoutMs,
-      heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
-      run: (attempt) => tool.run(new ToolAttemptContext(this.#run, name, attempt, this.#host), parsed),
+    return this.#step("tool", name, args, toolSpec, compensation?.begun);
+  }
+
+  /**
+   * Undoes the run's applied effects that declare `compensate`, newest first, each compensation
+   * an effect step of its own (linked by `effect.compensates`). Called by the worker on a fresh
+   * envelope once the run is COMPENSATING: the journal says what is done already (a compensation
+   * that completed is not run again; one that was cut off is settled like any effect).
+   */
+  async compensate(): Promise<CompensationOutcome> {
+    const targets = compensationTargets(this.#history);
+    const done = new Map(
+      this.#history.filter((s) => s.effect?.compensates !== undefined).map((s) => [s.effect?.compensates, s]),
+    );
+    let next = this.#maxRecordedSeq;
+    const undone: string[] = [];
+    const failed: string[] = [];
+    const settled = new Promise<EnvelopeOutcome>((resolve) => {
+      this.#settle = resolve;
+    });
+    const stopped = new Promise<EnvelopeOutcome>((resolve) => {
+      const onStop = () => resolve({ kind: "stopped", reason: this.#stop.signal.reason });
+      if (this.#stop.signal.aborted) onStop();
+      else this.#stop.signal.addEventListener("abort", onStop, { once: true });
+    });
+    const work = (async (): Promise<CompensationOutcome> => {
+      for (const target of targets) {
+        const effect = target.effect as NonNullable<StepRecord["effect"]>;
+        const declared = this.#agent.tools[target.name]?.effect?.compensate;
+        const tool = typeof declared === "string" ? declared : (declared?.tool ?? effect.compensate ?? "");
+        const label = `${effect.id} (${target.name}) by ${tool}`;
+        const recorded = done.get(target.seq);
+        const seq = recorded?.seq ?? ++next;
+        if (!this.#agent.tools[tool]) {
+          failed.push(`${label}: agent "${this.#agent.name}" has no tool "${tool}"`);
+          continue;
+        }
+        try {
+          const args =
+            typeof declared === "object" && declared.args ? declared.args(target.args, target.result) : target.args;
+          await this.#toolStep(tool, args, undefined, {
+            begun: { seq, recorded: recorded?.kind === "tool" && recorded.name === tool ? recorded : undefined },
+            compensates: target.seq,
+          });
+          undone.push(label);
+        } catch (error) {
+          if (this.#stop.signal.aborted) throw error;
+          failed.push(`${label}: ${(error as Error)?.message ?? String(error)}`);
+        }
+      }
+      return failed.length === 0 ? { kind: "compensated", undone } : { kind: "compensation_failed", undone, failed };
+    })();
+    let outcome: EnvelopeOutcome | CompensationOutcome = await Promise.race([work, settled, stopped]);
+    this.#finished = true;
+    if (outcome.kind !== "stopped") {
+      try {
+        await this.#writer.flush();
+      } catch (error) {
+        outcome = { kind: "stopped", reason: error };
+      }
+      this.#writer.close();
+      this.stop(new Error(`run ${this.#run.id} compensation ended`));
+    }
+    if (outcome.kind === "compensated" || outcome.kind === "compensation_failed") return outcome;
+    if (outcome.kind === "needs_reconciliation" || outcome.kind === "stopped") return outcome;
+    return { kind: "stopped", reason: new Error(`unexpected outcome ${outcome.kind} while compensating`) };
+  }
+
+  /** The effect spec of a call of effect tool `name` at step `seq`. */
+  #effect(name: string, args: unknown, seq: number, compensates: number | undefined): EffectSpec {
+    const declared = this.#agent.tools[name]?.effect;
+    if (!declared) throw new Error(`tool "${name}" declares no effect`);
+    return effectSpec({
+      runId: this.#run.id,
+      agent: this.#agent.name,
+      tool: name,
+      declared,
+      args,
+      seq,
+      now: () => this.#host.now(),
+      maxPayloadBytes: this.#host.maxPayloadBytes,
+      compensates,
+      unresolved: (step, why) => {
+        const effect = step.effect;
+        const error = new EffectUnresolvedError(
+          `the outcome of effect ${effect?.id ?? `e${seq}`} (tool "${name}", key ${effect?.idempotencyKey ?? "?"}) is unknown: ${why}. Find out whether it happened, then: cairn reconcile ${this.#run.id} ${effect?.id ?? `e${seq}`} --outcome applied|not_applied`,
+          { effectId: effect?.id ?? `e${seq}` },
+        );
+        this.#settle?.({ kind: "needs_reconciliation", error: serializeError(error) });
+        return new Promise<never>(() => {});
+      },
     });
   }
 
@@ -507,6 +619,8 @@ export class WorkflowEnvelope {
       startToCloseTimeoutMs?: number | undefined;
       heartbeatTimeoutMs?: number | undefined;
       run: (attempt: StepExecution) => Promise<R> | R;
+      /** The step is an effect: its spec, built once its seq is known. */
+      effect?: ((seq: number) => EffectSpec) | undefined;
     },
     begun?: { seq: number; recorded: StepRecord | undefined },
   ): Promise<R> {
@@ -554,6 +668,7 @@ export class WorkflowEnvelope {
           label: `${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
         },
         run: spec.run,
+        effect: spec.effect?.(seq),
         retryPause: {
           afterMs: this.#host.retryPauseThresholdMs,
           wait: (attempt) => this.#waitSteps.stored(`r${seq}.${attempt}`),

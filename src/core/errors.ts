@@ -26,6 +26,7 @@ export type CairnErrorCode =
   | "RUN_INTERRUPTED"
   | "RUN_CANCELLED"
   | "RUN_COMPENSATED"
+  | "RUN_NEEDS_RECONCILIATION"
   | "WAIT_TIMEOUT"
   | "NOT_SERIALIZABLE"
   | "RUNTIME_CLOSED"
@@ -39,7 +40,16 @@ export type CairnErrorCode =
   | "CANCELLED"
   | "VERSION_MISMATCH"
   | "STEP_LIMIT"
-  | "PAYLOAD_TOO_LARGE";
+  | "PAYLOAD_TOO_LARGE"
+  | "EFFECT_NOT_APPLIED"
+  | "EFFECT_REFUSED"
+  | "EFFECT_UNRESOLVED"
+  | "EFFECT_NOT_FOUND"
+  | "COMPENSATION_FAILED"
+  | "POLICY_DENIED"
+  | "BUDGET_EXCEEDED"
+  | "RUN_NOT_COMPLETED"
+  | "ALREADY_DECIDED";
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {
@@ -281,9 +291,101 @@ export class PayloadTooLargeError extends CairnError {
   }
 }
 
+/**
+ * Thrown by an effect tool to say that its effect definitely did not happen (the service
+ * answered that it refused, or the request never left): the attempt is retried under the
+ * tool's policy with the same idempotency key. Any other error leaves the outcome unknown, and
+ * the tool's `status` query (or an operator) settles it.
+ */
+export class EffectNotAppliedError extends CairnError {
+  readonly code: "EFFECT_NOT_APPLIED" | "EFFECT_REFUSED" = "EFFECT_NOT_APPLIED";
+  static override readonly retryable: boolean = true;
+}
+
+/**
+ * The effect definitely did not happen and never will on a retry (an account without the funds, a
+ * closed account): the step fails at once. The run's compensations, if asked for, undo what came before.
+ */
+export class EffectRefusedError extends EffectNotAppliedError {
+  override readonly code = "EFFECT_REFUSED" as const;
+  static override readonly retryable: boolean = false;
+}
+
+/**
+ * An effect's outcome is unknown (its attempt ended without one and no status query could
+ * settle it): the run is NEEDS_RECONCILIATION until an operator calls `reconcile`. The run's
+ * error while it waits, naming the effect.
+ */
+export class EffectUnresolvedError extends CairnError {
+  readonly code = "EFFECT_UNRESOLVED" as const;
+  readonly effectId: string;
+  constructor(message: string, details: { effectId: string }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.effectId = details.effectId;
+  }
+}
+
+/** `reconcile` named an effect the run does not have, or one whose outcome is known. */
+export class EffectNotFoundError extends CairnError {
+  readonly code = "EFFECT_NOT_FOUND" as const;
+}
+
+/** A compensation could not undo an applied effect: the run ends FAILED naming what is left. */
+export class CompensationFailedError extends CairnError {
+  readonly code = "COMPENSATION_FAILED" as const;
+}
+
+/** A policy denied a call before it ran; the run ends BLOCKED naming the policy and its version. */
+export class PolicyDeniedError extends CairnError {
+  readonly code = "POLICY_DENIED" as const;
+  readonly policy: string;
+  readonly policyVersion: string;
+  constructor(message: string, details: { policy: string; policyVersion: string }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.policy = details.policy;
+    this.policyVersion = details.policyVersion;
+  }
+}
+
+/** A run went over one of its budgets; the run ends BLOCKED with the figure and the limit. */
+export class BudgetExceededError extends CairnError {
+  readonly code = "BUDGET_EXCEEDED" as const;
+  /** Which budget: `tokens`, `costUsd`, `modelCalls`, `toolCalls`, `steps` or `wallTimeMs`. */
+  readonly budget: string;
+  /** The figure the step would reach. */
+  readonly figure: number;
+  readonly limit: number;
+  constructor(
+    message: string,
+    details: { budget: string; figure: number; limit: number },
+    options?: CairnErrorOptions,
+  ) {
+    super(message, options);
+    this.budget = details.budget;
+    this.figure = details.figure;
+    this.limit = details.limit;
+  }
+}
+
+/** `accept` / `reject` need a COMPLETED run. */
+export class RunNotCompletedError extends CairnError {
+  readonly code = "RUN_NOT_COMPLETED" as const;
+}
+
+/** The run already has an acceptance verdict; it is given once. */
+export class AlreadyDecidedError extends CairnError {
+  readonly code = "ALREADY_DECIDED" as const;
+}
+
 /** Thrown by `RunHandle.result()` when the run did not complete; `code` tells which ending. */
 export class RunEndedError extends CairnError {
-  readonly code: "RUN_FAILED" | "RUN_BLOCKED" | "RUN_INTERRUPTED" | "RUN_CANCELLED" | "RUN_COMPENSATED";
+  readonly code:
+    | "RUN_FAILED"
+    | "RUN_BLOCKED"
+    | "RUN_INTERRUPTED"
+    | "RUN_CANCELLED"
+    | "RUN_COMPENSATED"
+    | "RUN_NEEDS_RECONCILIATION";
   readonly runId: string;
   readonly state: string;
   /** The run's own error, as stored. */
@@ -291,7 +393,7 @@ export class RunEndedError extends CairnError {
   constructor(
     details: {
       runId: string;
-      state: "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED";
+      state: "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED" | "NEEDS_RECONCILIATION";
       error?: SerializedError | undefined;
     },
     options?: CairnErrorOptions,

@@ -27,11 +27,13 @@ export class JournalWriter {
 
   /**
    * Writes `step` before something runs that depends on it (a step's function, a retry): resolves
-   * once it and everything queued before it are committed.
+   * once it and everything queued before it are committed. `sync` asks for a synchronous commit
+   * whatever else is queued (an effect's intent must be durable before the effect runs).
    */
-  before(step: StepRecord): Promise<void> {
+  before(step: StepRecord, sync = false): Promise<void> {
     if (this.#closed) return Promise.reject(new Error(`step ${step.seq} was started after its run ended`));
     this.#pending.set(step.seq, step);
+    if (sync) this.#sync = true;
     return this.flush();
   }
 

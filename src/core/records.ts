@@ -57,6 +57,13 @@ export interface RunRecord {
   continuedFrom: string | null;
   /** The run that continues this one, or null. */
   continuedTo: string | null;
+  /**
+   * What the run used (model tokens, cost, calls, steps), its children's included; written with
+   * the transition that ends the run. While it runs, the steps hold the figures.
+   */
+  usage: RunUsage | undefined;
+  /** An operator's acceptance or rejection of a COMPLETED run: kept apart from its state. */
+  acceptance: AcceptanceRecord | undefined;
   createdAt: number;
   updatedAt: number;
 }
@@ -163,11 +170,71 @@ export interface AttemptRecord {
   error?: SerializedError;
 }
 
-/** Token usage of model calls counted against a step. */
+/** Token usage and cost of the model calls counted against a step. */
 export interface Usage {
   inputTokens: number;
   outputTokens: number;
   modelCalls: number;
+  /** Cost in US dollars from the runtime's price table; 0 for a model it has no price for. */
+  costUsd?: number;
+}
+
+/** What a run used: its steps' model usage plus its tool calls and steps (children included). */
+export interface RunUsage {
+  inputTokens: number;
+  outputTokens: number;
+  modelCalls: number;
+  costUsd: number;
+  toolCalls: number;
+  steps: number;
+}
+
+/** An operator's verdict on a COMPLETED run (`accept` / `reject`), stored apart from the run's state. */
+export interface AcceptanceRecord {
+  decision: "accepted" | "rejected";
+  by: Actor;
+  note: string;
+  at: number;
+}
+
+/** Where an effect stands (DESIGN §5). */
+export type EffectStatus =
+  /** The intent is durable; no attempt has reached a definite outcome yet. */
+  | "intended"
+  /** The outside world holds the change; `receipt` says how we know. */
+  | "applied"
+  /** It definitely did not happen (the tool said so, the status query said so, or an operator). */
+  | "not_applied"
+  /** Nobody can tell: the run is NEEDS_RECONCILIATION until an operator decides. */
+  | "unknown";
+
+/**
+ * The effect record of an effect tool's step (`effect` on `defineTool`): the intent, the
+ * idempotency key every attempt and every replay uses, and the receipt. It lives on the step's row
+ * (one row per effect) and is written, before the tool first runs, with a synchronous commit.
+ */
+export interface EffectRecord {
+  /** `e<seq>`: what `reconcile(runId, effectId, …)` names. */
+  id: string;
+  /** `<agent>/<tool>`: keys are unique within it. */
+  namespace: string;
+  idempotencyKey: string;
+  status: EffectStatus;
+  /** When the intent was recorded. */
+  intentAt: number;
+  /** Proof of the change: what the tool's `receipt` function, the status query or the operator gave. */
+  receipt: Json | undefined;
+  /** How the outcome became known. */
+  settledBy: "attempt" | "status" | "reconcile" | undefined;
+  settledAt: number | undefined;
+  /** Why the outcome is unknown, while it is (what the last attempt or the status query said). */
+  unknown: string | undefined;
+  /** An operator's decision (`reconcile`). */
+  reconciliation: { outcome: "applied" | "not_applied"; by: Actor; at: number; note?: string } | undefined;
+  /** The tool that undoes it (declared `compensate`), or null. */
+  compensate: string | null;
+  /** On a compensation's own effect: the seq of the effect it undoes. */
+  compensates: number | undefined;
 }
 
 /** One journaled `ctx` operation. */
@@ -187,6 +254,8 @@ export interface StepRecord {
   /** Latest heartbeat details, handed to the next attempt. */
   heartbeat: Json | undefined;
   usage: Usage | undefined;
+  /** The effect record, for a step of an effect tool. */
+  effect?: EffectRecord | undefined;
   startedAt: number;
   endedAt: number | null;
   /** The lease epoch under which the step was last written. */

@@ -68,6 +68,14 @@ export function isTerminal(state: RunState): boolean {
   return TERMINAL_STATES.has(state);
 }
 
+/**
+ * True when a run stays as it is until someone acts: a terminal state, or NEEDS_RECONCILIATION
+ * (an operator must say whether an effect happened). What `waitFor` returns on.
+ */
+export function isSettled(state: RunState): boolean {
+  return TERMINAL_STATES.has(state) || state === "NEEDS_RECONCILIATION";
+}
+
 /** True for a string that names a run state. */
 export function isRunState(value: string): value is RunState {
   return (RUN_STATES as readonly string[]).includes(value);

@@ -1,4 +1,11 @@
 import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
+import {
+  type EffectSpec,
+  lastAttemptOpen,
+  type Settlement,
+  saysNotApplied,
+  settleOpenAttempt,
+} from "./effect-steps.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import { ToolFailedError } from "./errors.ts";
 import type { JournalWriter } from "./journal-writer.ts";
@@ -13,7 +20,9 @@ export interface StepExecution {
   readonly signal: AbortSignal;
   heartbeat(details?: Json): void;
   lastHeartbeat(): Json | undefined;
-  addUsage(usage: { inputTokens: number; outputTokens: number }): void;
+  addUsage(usage: { inputTokens: number; outputTokens: number; costUsd?: number }): void;
+  /** The effect's idempotency key, for a step of an effect tool. */
+  readonly idempotencyKey: string | undefined;
 }
 
 /** One attempt of a step: what the step's function sees through its context. */
@@ -61,7 +70,11 @@ class Attempt implements StepExecution {
     return this.#step.heartbeat;
   }
 
-  addUsage(usage: { inputTokens: number; outputTokens: number }): void {
+  get idempotencyKey(): string | undefined {
+    return this.#step.effect?.idempotencyKey;
+  }
+
+  addUsage(usage: { inputTokens: number; outputTokens: number; costUsd?: number }): void {
     this.#step.usage = addUsage(this.#step.usage, usage);
   }
 }
@@ -96,8 +109,14 @@ export async function executeStep<R>(options: {
     park(attempt: number, dueAt: number): Promise<never>;
     wait(attempt: number): { status: "open" | "resolved" | "closed"; dueAt: number | null } | undefined;
   };
+  /**
+   * The step is an effect (DESIGN §5): its intent is committed synchronously before each attempt,
+   * and an attempt that ends without a definite outcome is settled (status query, or
+   * NEEDS_RECONCILIATION) before anything else — never silently run again.
+   */
+  effect?: EffectSpec | undefined;
 }): Promise<R> {
-  const { step, host, writer, stop, policy, limits, retryPause } = options;
+  const { step, host, writer, stop, policy, limits, retryPause, effect } = options;
   const signal = options.cancel ? AbortSignal.any([stop, options.cancel]) : stop;
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
@@ -108,6 +127,15 @@ export async function executeStep<R>(options: {
       endedAt: host.now(),
       error: { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" },
     };
+  }
+  if (effect) {
+    if (!step.effect) step.effect = effect.intent();
+    // An attempt of an earlier execution left the outcome open: settle it before anything else.
+    if (lastAttemptOpen(step)) {
+      const settled = await settle(effect, step, stop, limits.label, host);
+      if (settled.outcome === "applied") return applied(step, host, writer, settled) as R;
+      if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled.why);
+    }
   }
   for (;;) {
     if (stop.aborted) throw stop.reason;
@@ -123,7 +151,9 @@ export async function executeStep<R>(options: {
     }
     const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(record);
-    await writer.before(step);
+    // A new attempt of an effect is a new intent (after a "not applied" from the query or an operator).
+    if (step.effect && step.effect.status !== "intended") step.effect = { ...step.effect, status: "intended" };
+    await writer.before(step, effect !== undefined);
     const attempt = new Attempt(step, record, writer, stop, {
       label: limits.label,
       maxPayloadBytes: host.maxPayloadBytes,
@@ -141,12 +171,29 @@ export async function executeStep<R>(options: {
       step.status = "completed";
       step.result = result;
       step.endedAt = record.endedAt;
+      if (step.effect && effect) {
+        step.effect = {
+          ...step.effect,
+          status: "applied",
+          receipt: effect.receipt(value, attemptNo),
+          settledBy: "attempt",
+          settledAt: record.endedAt,
+          unknown: undefined,
+        };
+      }
       writer.later(step, true);
       return result as R;
     } catch (error) {
       if (stop.aborted) throw stop.reason;
       record.endedAt = host.now();
       record.error = serializeError(error);
+      if (effect && !saysNotApplied(error)) {
+        // The attempt may have applied the effect: settle that before retrying or failing.
+        writer.later(step, false);
+        const settled = await settle(effect, step, stop, limits.label, host);
+        if (settled.outcome === "applied") return applied(step, host, writer, settled) as R;
+        if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled.why);
+      }
       if (options.cancel?.aborted || !isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
         return fail(step, host, writer, error);
       }
@@ -188,13 +235,68 @@ function fail(step: StepRecord, host: EnvelopeHost, writer: JournalWriter, error
   throw final;
 }
 
+async function settle(
+  effect: EffectSpec,
+  step: StepRecord,
+  signal: AbortSignal,
+  label: string,
+  host: EnvelopeHost,
+): Promise<Settlement> {
+  const settled = await settleOpenAttempt(effect, step, signal, label, host.maxPayloadBytes);
+  host.log("info", `${label}: an attempt of unknown outcome was settled: ${settled.outcome}`, {
+    runId: step.runId,
+    seq: step.seq,
+  });
+  return settled;
+}
+
+/** The status query says the effect happened: the step completes with what it answered. */
+function applied(
+  step: StepRecord,
+  host: EnvelopeHost,
+  writer: JournalWriter,
+  settled: Extract<Settlement, { outcome: "applied" }>,
+): Json {
+  const at = host.now();
+  step.status = "completed";
+  step.result = settled.result;
+  step.endedAt = at;
+  if (step.effect) {
+    step.effect = {
+      ...step.effect,
+      status: "applied",
+      receipt: settled.receipt,
+      settledBy: "status",
+      settledAt: at,
+      unknown: undefined,
+    };
+  }
+  writer.later(step, true);
+  return settled.result;
+}
+
+/** Nobody can tell whether the effect happened: record that, then stop for an operator. */
+async function unresolved(effect: EffectSpec, step: StepRecord, writer: JournalWriter, why: string): Promise<never> {
+  if (step.effect) step.effect = { ...step.effect, status: "unknown", unknown: why };
+  writer.later(step, true);
+  await writer.flush();
+  return effect.unresolved(step, why);
+}
+
 function noop(): void {}
 
 /** Adds model usage to a step's running total. */
-export function addUsage(total: Usage | undefined, usage: { inputTokens: number; outputTokens: number }): Usage {
+export function addUsage(
+  total: Usage | undefined,
+  usage: { inputTokens: number; outputTokens: number; costUsd?: number },
+): Usage {
+  const cost = (total?.costUsd ?? 0) + (usage.costUsd ?? 0);
   return {
     inputTokens: (total?.inputTokens ?? 0) + usage.inputTokens,
     outputTokens: (total?.outputTokens ?? 0) + usage.outputTokens,
     modelCalls: (total?.modelCalls ?? 0) + 1,
+    ...(cost > 0 || total?.costUsd !== undefined || usage.costUsd !== undefined
+      ? { costUsd: Math.round(cost * 1e9) / 1e9 }
+      : {}),
   };
 }

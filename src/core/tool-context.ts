@@ -35,7 +35,7 @@ export class ToolAttemptContext implements ToolContext {
   }
 
   get idempotencyKey(): string {
-    return `${this.runId}:${this.#attempt.seq}`;
+    return this.#attempt.idempotencyKey ?? `${this.runId}:${this.#attempt.seq}`;
   }
 
   get attempt(): number {

@@ -10,7 +10,7 @@ export interface RunHandleHost {
 /**
  * A started (or found) run. `result()` waits for the run to end and returns its output, or
  * throws a {@link RunEndedError} whose `code` says how it ended (RUN_FAILED, RUN_BLOCKED,
- * RUN_INTERRUPTED, RUN_CANCELLED, RUN_COMPENSATED).
+ * RUN_INTERRUPTED, RUN_CANCELLED, RUN_COMPENSATED, RUN_NEEDS_RECONCILIATION).
  */
 export class RunHandle<Output = unknown> {
   readonly id: string;
@@ -42,7 +42,7 @@ export class RunHandle<Output = unknown> {
     if (run.state === "COMPLETED") return run.output as Output;
     throw new RunEndedError({
       runId: run.id,
-      state: run.state as "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED",
+      state: run.state as "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED" | "NEEDS_RECONCILIATION",
       error: run.error,
     });
   }

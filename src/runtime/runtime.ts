@@ -1,11 +1,13 @@
 import { randomBytes } from "node:crypto";
-import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
+import type { AgentDefinition, CompensateMode, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
 import type { RunFilter, RuntimeBackend, Wake } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
+import { type Budget, mergeBudgets, validateBudget } from "../core/budget.ts";
 import {
   IllegalTransitionError,
   InvalidDefinitionError,
+  InvalidInputError,
   LeaseLostError,
   RunNotFoundError,
   RunNotResumableError,
@@ -16,7 +18,7 @@ import {
 } from "../core/errors.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
-import { isTerminal, OWNED_STATES } from "../core/run-state.ts";
+import { isSettled, OWNED_STATES } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
@@ -24,7 +26,17 @@ import type { ModelProvider } from "../llm/model-provider.ts";
 import { Worker, type WorkerOptions } from "../worker/worker.ts";
 import { isDeadLocalOwner } from "../worker/worker-id.ts";
 import { type Clock, systemClock } from "./clock.ts";
+import {
+  type ContractOperationsHost,
+  exportRunContract,
+  recordVerdict,
+  reportCosts,
+  type VerdictOptions,
+} from "./contract-operations.ts";
+import type { CostFilter, CostReport } from "./cost-report.ts";
+import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
 import { consoleLogger, type Logger } from "./logger.ts";
+import type { RunContract } from "./run-contract.ts";
 import { RunHandle } from "./run-handle.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
 import { RUNTIME_VERSION } from "./version.ts";
@@ -93,6 +105,51 @@ export interface StartOptions {
   meta?: Record<string, Json>;
   /** Who starts the run. @default { kind: "user", id: "local" } */
   by?: Actor;
+  /**
+   * When the run undoes its applied effects (COMPENSATING): `on_failure`,
+   * `on_failure_or_cancel` or `never`. @default the agent's `compensate`
+   */
+  compensate?: CompensateMode;
+  /** Budgets of this run, per key over the agent's (tokens, costUsd, modelCalls, toolCalls, steps, wallTimeMs). */
+  budget?: Budget;
+  /**
+   * What the run is for, as the run contract's `job` section shows it (`exportRun`); whatever is
+   * not given there stays empty.
+   */
+  job?: JobSpec;
+}
+
+/** The job a run serves (the run contract's `job`). */
+export interface JobSpec {
+  objective?: string;
+  /** How a person decides to accept the result (`accept` / `reject`). */
+  acceptanceRule?: string;
+  owner?: string;
+  /** A reference to what authorises the run (a ticket, a mandate). */
+  authority?: string;
+}
+
+/**
+ * The run's stored `meta`: the starter's, plus the run's own compensation mode, budget (merged
+ * over its agent's and validated) and job, which the worker and the export read back.
+ */
+function startMeta(agent: AgentDefinition, options: StartOptions, maxPayloadBytes: number): Record<string, Json> {
+  const meta: Record<string, Json> = { ...(options.meta ?? {}) };
+  if (options.compensate !== undefined) {
+    if (!["never", "on_failure", "on_failure_or_cancel"].includes(options.compensate)) {
+      throw new InvalidInputError(
+        `compensate must be "never", "on_failure" or "on_failure_or_cancel" (got ${JSON.stringify(options.compensate)})`,
+        [{ path: ["compensate"], message: "unknown mode" }],
+      );
+    }
+    meta.compensate = options.compensate;
+  }
+  const budget = mergeBudgets(agent.budget, validateBudget(options.budget ?? {}, "the run's budget"));
+  if (Object.keys(budget).length > 0) meta.budget = budget as Json;
+  if (options.job !== undefined) {
+    meta.job = toJson(options.job, "the run's job", maxPayloadBytes) ?? null;
+  }
+  return meta;
 }
 
 type Listener = (transition: TransitionRecord, run: RunRecord) => void;
@@ -249,7 +306,7 @@ export class Runtime {
       input:
         toJson(input, `the input of workflow "${workflow}" of agent "${agent.name}"`, this.#maxPayloadBytes) ?? null,
       versions: this.#versions(agent.name),
-      meta: options.meta ?? {},
+      meta: startMeta(agent, options, this.#maxPayloadBytes),
       actor: options.by ?? { kind: "user", id: "local" },
       reason: options.key ? `started with key "${options.key}"` : "started",
       at: Date.now(),
@@ -293,7 +350,7 @@ export class Runtime {
 
   /**
    * Waits until the run reaches a terminal state (COMPLETED, FAILED, BLOCKED, INTERRUPTED,
-   * CANCELLED, COMPENSATED) and returns it. Runs driven by other processes are polled.
+   * CANCELLED, COMPENSATED) or NEEDS_RECONCILIATION (it waits for an operator) and returns it. Runs driven by other processes are polled.
    */
   async waitFor(runId: string, options: { timeoutMs?: number; pollIntervalMs?: number } = {}): Promise<RunRecord> {
     const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
@@ -310,7 +367,7 @@ export class Runtime {
         this.#logger.warn(`waiting for run ${runId}: storage unavailable, trying again`, { error: error.message });
         return undefined;
       });
-      if (run && isTerminal(run.state)) return run;
+      if (run && isSettled(run.state)) return run;
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new WaitTimeoutError(`run ${runId} is still ${run?.state ?? "unknown"} after ${options.timeoutMs} ms`);
@@ -519,6 +576,19 @@ export class Runtime {
     return this.backend.loadWaits(runId);
   }
 
+  /**
+   * Settles an effect whose outcome is unknown (the run is NEEDS_RECONCILIATION): `applied`
+   * records `result` and `receipt` and the tool is not run again; `not_applied` lets it run again
+   * under its retry policy. The decision is recorded on the effect with who made it, and the run
+   * moves RECONCILING -> RUNNING and on.
+   */
+  async reconcile(runId: string, effectId: string, options: ReconcileOptions): Promise<RunRecord> {
+    await this.#ready();
+    const run = await reconcileEffect(this.#ops(), runId, effectId, options);
+    this.#worker?.poke();
+    return run;
+  }
+
   #ops(): WaitOperationsHost {
     return {
       backend: this.backend,
@@ -599,7 +669,7 @@ export class Runtime {
       }
     }
     const waiters = this.#waiters.get(run.id);
-    if (waiters && isTerminal(run.state)) for (const w of [...waiters]) w(run);
+    if (waiters && isSettled(run.state)) for (const w of [...waiters]) w(run);
   }
 
   #agent(name: string): AgentDefinition {
@@ -627,6 +697,51 @@ export class Runtime {
   async #readable(): Promise<void> {
     if (this.#backendClosed) throw new RuntimeClosedError("the runtime is shut down; create a new Runtime");
     if (!this.#closed) await this.start();
+  }
+
+  // ── Run contract, acceptance and cost (contract-operations.ts) ──────────────────────────────
+
+  /**
+   * The run's contract: one self-contained record of its job, transitions, checkpoint, retry
+   * rules, effects, waits and approvals, recovery, completion, acceptance, usage and journal
+   * (see `RunContract`). Throws `RunNotFoundError` for an unknown id.
+   */
+  async exportRun(runId: string): Promise<RunContract> {
+    return exportRunContract(this.#contractOps(), runId);
+  }
+
+  /**
+   * Accepts the outcome of a COMPLETED run: a verdict kept apart from its state (the state does
+   * not change). Refused with `RunNotCompletedError` for a run in another state and with
+   * `AlreadyDecidedError` for a run that has a verdict already.
+   */
+  async accept(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
+    await this.#ready();
+    return recordVerdict(this.#contractOps(), runId, "accepted", options);
+  }
+
+  /** Rejects the outcome of a COMPLETED run; the same rules as {@link Runtime.accept}. */
+  async reject(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
+    await this.#ready();
+    return recordVerdict(this.#contractOps(), runId, "rejected", options);
+  }
+
+  /**
+   * What all runs cost (or those of one agent / workflow), every ending included, with the
+   * accepted, rejected and unreviewed completed runs and the cost per accepted job.
+   */
+  async costReport(filter: CostFilter = {}): Promise<CostReport> {
+    await this.#readable();
+    return reportCosts(this.#contractOps(), filter);
+  }
+
+  #contractOps(): ContractOperationsHost {
+    return {
+      backend: this.backend,
+      now: () => this.clock.now(),
+      getRun: (id) => this.getRun(id),
+      agent: (name) => this.#agents.get(name),
+    };
   }
 }
 

@@ -7,7 +7,17 @@ import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "
 import { serializeError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
+import { type CompensationDeps, compensateMode, compensateRun } from "./compensation.ts";
 import { cancellationEvidence, versionMismatch } from "./run-endings.ts";
+
+/** Error codes that end a run BLOCKED (governance) rather than FAILED. */
+const GOVERNANCE_CODES: ReadonlySet<string> = new Set([
+  "APPROVAL_DENIED",
+  "APPROVAL_EXPIRED",
+  "POLICY_DENIED",
+  "BUDGET_EXCEEDED",
+]);
+
 import { isDeadLocalOwner, newWorkerId } from "./worker-id.ts";
 
 /** Options of the in-process worker. */
@@ -284,7 +294,9 @@ export class Worker {
       reason:
         claimedRun.state === "PENDING"
           ? `claimed by worker ${this.id}`
-          : `resumed from checkpoint by worker ${this.id}`,
+          : claimedRun.state === "RECONCILING"
+            ? `reconciled; resumed from checkpoint by worker ${this.id}`
+            : `resumed from checkpoint by worker ${this.id}`,
     });
     active.run = started;
     if (!agent) {
@@ -415,6 +427,15 @@ export class Worker {
       this.poke();
       return;
     }
+    if (outcome.kind === "needs_reconciliation") {
+      await this.#transition(run, {
+        to: "NEEDS_RECONCILIATION",
+        actor,
+        reason: `EFFECT_UNRESOLVED: ${firstLine(outcome.error.message)}`,
+        patch: { error: outcome.error, releaseLease: true },
+      });
+      return;
+    }
     if (outcome.kind === "completed") {
       await this.#transition(run, {
         to: "COMPLETED",
@@ -426,7 +447,12 @@ export class Worker {
     }
     // A denied or expired approval the workflow did not handle stops the run by governance.
     const code = outcome.error.code;
-    const blocked = code === "APPROVAL_DENIED" || code === "APPROVAL_EXPIRED";
+    const blocked = GOVERNANCE_CODES.has(code ?? "");
+    const agent = this.#deps.agent(run.agent);
+    if (agent && compensateMode(run, agent) !== "never") {
+      const why = `the workflow ${blocked ? "was blocked" : "failed"} (${code ?? outcome.error.name}: ${firstLine(outcome.error.message)})`;
+      if (await compensateRun(this.#compensation(active, agent), run, why, outcome.error)) return;
+    }
     await this.#transition(run, {
       to: blocked ? "BLOCKED" : "FAILED",
       actor,
@@ -460,25 +486,57 @@ export class Worker {
     await this.#endCancelled(active, cancellationEvidence.fromInFlight(inFlight));
   }
 
-  /** CANCELLING -> CANCELLED, with what was in flight and where the run stopped. */
+  /**
+   * CANCELLING -> CANCELLED, with what was in flight and where the run stopped — or, for a run
+   * that compensates on cancellation and has applied effects, COMPENSATING and on.
+   */
   async #endCancelled(active: Active, evidence: ReturnType<typeof cancellationEvidence.fromInFlight>): Promise<void> {
     const run = active.run;
     const request = run.stopRequest ?? active.stop;
     const by = request?.by ?? { kind: "system", id: this.id };
+    const error = {
+      name: "CancelledError",
+      code: "CANCELLED",
+      message: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
+      data: { by: by.id, reason: request?.reason ?? null, stopped: evidence.stopped, inFlight: evidence.inFlight },
+    };
+    const agent = this.#deps.agent(run.agent);
+    if (agent && compensateMode(run, agent) === "on_failure_or_cancel") {
+      if (await compensateRun(this.#compensation(active, agent), run, error.message, error)) return;
+    }
     await this.#transition(run, {
       to: "CANCELLED",
       actor: { kind: "worker", id: this.id },
       reason: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
-      patch: {
-        error: {
-          name: "CancelledError",
-          code: "CANCELLED",
-          message: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
-          data: { by: by.id, reason: request?.reason ?? null, stopped: evidence.stopped, inFlight: evidence.inFlight },
-        },
-        releaseLease: true,
-      },
+      patch: { error, releaseLease: true },
     });
+  }
+
+  /** What compensating `active`'s run needs from this worker. */
+  #compensation(active: Active, agent: AgentDefinition): CompensationDeps {
+    return {
+      actor: { kind: "worker", id: this.id },
+      loadSteps: (runId) => this.#deps.backend.loadSteps(runId),
+      transition: async (run, change) => {
+        active.run = await this.#transition(run, change);
+        return active.run;
+      },
+      envelope: (run, journal) => {
+        const envelope: WorkflowEnvelope = new WorkflowEnvelope({
+          run,
+          agent,
+          journal,
+          host: this.#deps.host(run, () => envelope),
+        });
+        active.envelope = envelope;
+        if (this.#closing) envelope.stop(this.#closing);
+        return envelope;
+      },
+      stopped: async (run, reason) => {
+        active.run = run;
+        await this.#finish(active, { kind: "stopped", reason });
+      },
+    };
   }
 
   async #transition(
