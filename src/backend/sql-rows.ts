@@ -4,6 +4,7 @@ import type {
   AcceptanceRecord,
   Actor,
   AttemptRecord,
+  EffectRecord,
   Json,
   ParentClosePolicy,
   RunRecord,
@@ -52,9 +53,8 @@ export interface RunRow {
   stop_request: string | null;
   continued_from: string | null;
   continued_to: string | null;
-  /** Schema 3 (SQLite) / migration 3 (PostgreSQL). */
-  usage?: string | null;
-  acceptance?: string | null;
+  usage: string | null;
+  acceptance: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -114,6 +114,8 @@ export interface StepRow {
   started_at: number;
   ended_at: number | null;
   epoch: number;
+  /** The step's `EffectRecord`, for an effect tool's step. */
+  effect: string | null;
 }
 
 /** A `blobs` row: a payload stored out of line, once per content. */
@@ -234,8 +236,8 @@ export function rowToRun(row: RunRow): RunRecord {
     stopRequest: decode<StopRequest>(row.stop_request),
     continuedFrom: row.continued_from,
     continuedTo: row.continued_to,
-    usage: decode<RunUsage>(row.usage ?? null),
-    acceptance: decode<AcceptanceRecord>(row.acceptance ?? null),
+    usage: decode<RunUsage>(row.usage),
+    acceptance: decode<AcceptanceRecord>(row.acceptance),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -290,17 +292,39 @@ export function rowToStep(row: StepRow, blobs?: BlobTexts): StepRecord {
     attempts: JSON.parse(row.attempts) as AttemptRecord[],
     heartbeat: decode<Json>(row.heartbeat),
     usage: decode<Usage>(row.usage),
+    ...(row.effect === null ? {} : { effect: decodeEffect(row.effect) }),
     startedAt: row.started_at,
     endedAt: row.ended_at,
     epoch: row.epoch,
   };
 }
 
+/** The fields of an `EffectRecord` that may hold `undefined`, which JSON text leaves out. */
+const EFFECT_OPTIONAL_FIELDS = [
+  "receipt",
+  "settledBy",
+  "settledAt",
+  "unknown",
+  "reconciliation",
+  "compensates",
+] as const;
+
+/**
+ * The effect record of a step's `effect` column. JSON text drops a key whose value is
+ * `undefined`; the fields that may be undefined are put back, so the record loads as it was saved
+ * (as in the memory backend).
+ */
+function decodeEffect(text: string): EffectRecord {
+  const effect = JSON.parse(text) as EffectRecord;
+  for (const field of EFFECT_OPTIONAL_FIELDS) if (!(field in effect)) effect[field] = undefined;
+  return effect;
+}
+
 /** A step as a SQL backend writes it: its columns, and the blobs to write with it. */
 export interface EncodedStep {
   /**
-   * The step's data columns in table order, from `seq` to `ended_at` (without `run_id` and
-   * `epoch`, which each backend binds its own way).
+   * The step's data columns: `seq` to `ended_at` in table order, then `effect` (without `run_id`
+   * and `epoch`, which each backend binds its own way). See {@link STEP_VALUE_COLUMNS}.
    */
   values: unknown[];
   /**
@@ -328,9 +352,28 @@ export function encodeStep(step: StepRecord, inlineLimitBytes: number): EncodedS
     encode(step.usage),
     step.startedAt,
     step.endedAt,
+    encode(step.effect),
   ];
   return { values, blobs };
 }
+
+/** The columns of {@link EncodedStep.values}, in order. */
+export const STEP_VALUE_COLUMNS = [
+  "seq",
+  "kind",
+  "name",
+  "status",
+  "args_digest",
+  "args",
+  "result",
+  "error",
+  "attempts",
+  "heartbeat",
+  "usage",
+  "started_at",
+  "ended_at",
+  "effect",
+] as const;
 
 /**
  * Every column of a `runs` row in table order, encoded: what a full-row INSERT (a new run, a
@@ -358,6 +401,8 @@ export const RUN_COLUMNS = [
   "stop_request",
   "continued_from",
   "continued_to",
+  "usage",
+  "acceptance",
   "created_at",
   "updated_at",
 ] as const;
@@ -386,6 +431,8 @@ export function runValues(run: RunRecord): unknown[] {
     encode(run.stopRequest),
     run.continuedFrom,
     run.continuedTo,
+    encode(run.usage),
+    encode(run.acceptance),
     run.createdAt,
     run.updatedAt,
   ];

@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RuntimeBackend } from "../backend.ts";
+import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
@@ -7,6 +8,7 @@ import { describeSignals } from "./signals-conformance.ts";
 import { describeSteps } from "./steps-conformance.ts";
 import { describeStops } from "./stops-conformance.ts";
 import { describeTransitions } from "./transitions-conformance.ts";
+import { describeUsage } from "./usage-conformance.ts";
 import { describeWaits } from "./waits-conformance.ts";
 import { describeWakeUps } from "./wakeups-conformance.ts";
 
@@ -31,7 +33,9 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * on it before the test and `close()` after, then `options.cleanup`. A backend that passes agrees
  * with `InMemoryBackend` on every point of the contract: run creation and key idempotency,
  * listing, exclusive claims and leases, fenced transitions and steps, waits and signals, stop
- * requests, and what a run's end does to its waits, its parent, its children and its successor.
+ * requests, what a run's end does to its waits, its parent, its children and its successor,
+ * effect records on steps (and steps written with a transition), RECONCILING runs, a run's usage
+ * and an operator's acceptance.
  *
  * @example
  * import { runBackendConformance } from "cairn/testing";
@@ -75,6 +79,8 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeSignals(use);
     describeStops(use);
     describeEndings(use);
+    describeEffects(use);
+    describeUsage(use);
     if (options.wakeUps) {
       describeWakeUps(use);
     } else {

@@ -1,8 +1,10 @@
 import { expect } from "vitest";
 import type {
   Actor,
+  EffectRecord,
   Json,
   RunRecord,
+  RunUsage,
   SignalRecord,
   StepRecord,
   StopRequest,
@@ -149,6 +151,54 @@ export function startedStep(runIdValue: string, seq: number, epoch: number): Ste
     startedAt: T0,
     endedAt: null,
     epoch,
+  };
+}
+
+/**
+ * The effect record of step `seq` with every field set (an operator's decision on an effect whose
+ * outcome was unknown); `overrides` changes any of them.
+ */
+export function effectRecord(seq: number, overrides: Partial<EffectRecord> = {}): EffectRecord {
+  return {
+    id: `e${seq}`,
+    namespace: "report_builder/transfer",
+    idempotencyKey: `run:${seq}`,
+    status: "applied",
+    intentAt: T0 + 5,
+    receipt: { transferId: "tr-42", amounts: [12.5, null], ok: true },
+    settledBy: "reconcile",
+    settledAt: T0 + 900,
+    unknown: "the service timed out",
+    reconciliation: { outcome: "applied", by: USER, at: T0 + 900, note: "seen in the bank's ledger" },
+    compensate: "refund",
+    compensates: 3,
+    ...overrides,
+  };
+}
+
+/** An effect whose intent is recorded and whose outcome is not known yet: its optional fields unset. */
+export function intendedEffect(seq: number): EffectRecord {
+  return effectRecord(seq, {
+    status: "intended",
+    receipt: undefined,
+    settledBy: undefined,
+    settledAt: undefined,
+    unknown: undefined,
+    reconciliation: undefined,
+    compensate: null,
+    compensates: undefined,
+  });
+}
+
+/** A run's usage with every figure distinct. */
+export function runUsage(scale = 1): RunUsage {
+  return {
+    inputTokens: 1200 * scale,
+    outputTokens: 340 * scale,
+    modelCalls: 3 * scale,
+    costUsd: 0.0125 * scale,
+    toolCalls: 4 * scale,
+    steps: 9 * scale,
   };
 }
 

@@ -12,6 +12,7 @@ import {
   T0,
   type UseBackend,
 } from "./conformance-fixtures.ts";
+import { unresolvedRun } from "./effects-conformance.ts";
 
 /** Collects the wake-ups a backend sends, with a way to wait for one. */
 async function listen(backend: RuntimeBackend) {
@@ -65,6 +66,37 @@ export function describeWakeUps(use: UseBackend): void {
         // Created; INTERRUPTED (terminal: it ended too); RESUMING; COMPLETED. RUNNING sends nothing.
         const kinds = heard.filter((w) => "runId" in w && w.runId === running.id).map((w) => w.kind);
         expect(kinds).toEqual(["runnable", "ended", "runnable", "ended"]);
+      } finally {
+        await unsubscribe();
+      }
+    });
+
+    it("wakes a worker for a reconciled run (RECONCILING) and says when a cancel ended one that needed it", async () => {
+      const b = use();
+      const { heard, until, unsubscribe } = await listen(b);
+      try {
+        const reconciled = await unresolvedRun(b);
+        const waiting = await unresolvedRun(b);
+        await until((w) => w.kind === "runnable" && w.runId === waiting.run.id, "created");
+        // NEEDS_RECONCILIATION waits for an operator: nobody is woken to claim it, and it has not ended.
+        expect(heard.filter((w) => "runId" in w && w.runId === reconciled.run.id)).toStrictEqual([
+          { kind: "runnable", runId: reconciled.run.id },
+        ]);
+        await b.transition(
+          move(reconciled.run, "NEEDS_RECONCILIATION", "RECONCILING", {
+            actor: { kind: "user", id: "op" },
+            fence: { unowned: true, now: T0 + 2_000 },
+          }),
+        );
+        await until(
+          () => heard.filter((w) => w.kind === "runnable" && w.runId === reconciled.run.id).length === 2,
+          "RECONCILING is runnable",
+        );
+        await b.requestStop(stopOf(waiting.run.id, "cancel"));
+        await until(
+          (w) => w.kind === "ended" && w.runId === waiting.run.id,
+          "cancelled while it needed reconciliation",
+        );
       } finally {
         await unsubscribe();
       }

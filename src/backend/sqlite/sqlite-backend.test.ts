@@ -1,8 +1,8 @@
 import { execFile } from "node:child_process";
 import { createHash, randomUUID } from "node:crypto";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, relative, sep } from "node:path";
+import { join, relative, sep } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { InvalidDefinitionError, LeaseLostError, StorageError } from "../../core/errors.ts";
@@ -22,10 +22,7 @@ import {
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
 import { largeJson } from "../conformance/steps-conformance.ts";
-import { transitionParams } from "../sql-rows.ts";
-import { pendingRun } from "../transition-rules.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
-import { SCHEMA_V1 } from "./sqlite-schema.ts";
 
 const tmpRoot = join(tmpdir(), "cairn-sqlite-tests");
 
@@ -256,77 +253,6 @@ process.stdout.write(JSON.stringify(got));
     expect(backend.synchronous).toBe("NORMAL");
   });
 
-  it("uses WAL, foreign keys and records schema version 2", async () => {
-    const backend = await open();
-    const raw = new Database(backend.path, { readonly: true });
-    try {
-      expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("2");
-    } finally {
-      raw.close();
-    }
-  });
-
-  it("migrates a version 1 file to version 2, keeping its runs", async () => {
-    const path = tempPath();
-    paths.push(path);
-    mkdirSync(dirname(path), { recursive: true });
-    const v1 = new Database(path);
-    v1.pragma("journal_mode = WAL");
-    v1.exec(SCHEMA_V1);
-    v1.prepare("INSERT INTO cairn_meta (key, value) VALUES ('schema_version', '1')").run();
-    const { run, transition } = pendingRun(runInput({ key: "k" }));
-    v1.prepare(
-      `INSERT INTO runs (id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch, lease_owner,
-         lease_expires_at, recoveries, last_transition_id, versions, meta, created_at, updated_at)
-       VALUES (?, ?, ?, ?, 'PENDING', NULL, ?, NULL, NULL, 0, NULL, NULL, 0, 1, ?, ?, ?, ?)`,
-    ).run(
-      run.id,
-      run.agent,
-      run.workflow,
-      run.key,
-      JSON.stringify(run.input),
-      JSON.stringify(run.versions),
-      JSON.stringify(run.meta),
-      run.createdAt,
-      run.updatedAt,
-    );
-    v1.prepare(
-      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    ).run(...transitionParams(transition));
-    v1.close();
-
-    const backend = await open({ path });
-    const migrated = await backend.getRun(run.id);
-    expect(migrated).toStrictEqual(run);
-    expect(migrated).toMatchObject({
-      parentRunId: null,
-      parentClosePolicy: null,
-      stopRequest: undefined,
-      continuedFrom: null,
-      continuedTo: null,
-    });
-    expect(await backend.listTransitions(run.id)).toStrictEqual([transition]);
-    expect((await backend.createRun(runInput({ key: "k" }))).created).toBe(false);
-    expect(await backend.loadWaits(run.id)).toStrictEqual([]);
-    expect(await backend.listSignals(run.id)).toStrictEqual([]);
-    const raw = new Database(path, { readonly: true });
-    try {
-      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("2");
-      // The key index leaves continued runs out, so that a continueAsNew successor takes the key over.
-      expect(raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'runs_by_key'").pluck().get()).toMatch(
-        /WHERE run_key IS NOT NULL AND continued_to IS NULL/,
-      );
-      expect(raw.prepare("SELECT count(*) FROM blobs").pluck().get()).toBe(0);
-    } finally {
-      raw.close();
-    }
-    // Opening it again migrates nothing more.
-    await backend.close();
-    expect(await (await open({ path })).getRun(run.id)).toStrictEqual(run);
-  });
-
   describe("out-of-line payloads", () => {
     const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
     const reference = (text: string) => `{"$cairnBlob":"sha256:${sha256(text)}","bytes":${Buffer.byteLength(text)}}`;
@@ -418,18 +344,6 @@ process.stdout.write(JSON.stringify(got));
     const path = join(tmpRoot, randomUUID(), "deeper", "still", "cairn.db");
     const backend = await open({ path });
     expect((await backend.createRun(runInput())).created).toBe(true);
-  });
-
-  it("refuses a file written by a newer schema, naming the file and the fix", async () => {
-    const first = await open();
-    await first.close();
-    const raw = new Database(first.path);
-    raw.prepare("UPDATE cairn_meta SET value = '3' WHERE key = 'schema_version'").run();
-    raw.close();
-    const error = await new SqliteBackend({ path: first.path }).init().catch((e: unknown) => e);
-    expect(error).toBeInstanceOf(StorageError);
-    expect((error as Error).message).toContain(first.path);
-    expect((error as Error).message).toMatch(/schema version 3.*upgrade Cairn/);
   });
 
   it("wraps an unusable path in a StorageError that names it", async () => {

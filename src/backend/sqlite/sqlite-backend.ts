@@ -131,7 +131,7 @@ export class SqliteBackend implements RuntimeBackend {
       migrate(db, this.path);
       this.#s = prepareStatements(db);
       this.#db = db;
-      this.#tx = prepareTransactions(db, this.#s, this.path);
+      this.#tx = prepareTransactions(db, this.#s, this.path, this.inlineLimitBytes);
     } catch (error) {
       db?.close();
       throw toStorageError(error, this.path, "open");
@@ -321,11 +321,9 @@ export class SqliteBackend implements RuntimeBackend {
     return this.#write(true, "requestStop", () => tx.requestStop.immediate(request));
   }
 
-  /** Not stored by this backend yet: its schema gains the column in the next version. */
-  async recordAcceptance(runId: string, _acceptance: AcceptanceRecord): Promise<RunRecord> {
-    throw new StorageError(
-      `${this.name}: recordAcceptance (run ${runId}) needs the next schema version, not written yet`,
-    );
+  async recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord> {
+    const { tx } = this.#open();
+    return this.#write(true, "recordAcceptance", () => tx.recordAcceptance.immediate(runId, acceptance));
   }
 
   async listStopRequested(workerId: string): Promise<string[]> {

@@ -19,6 +19,7 @@ export {
   runValues,
   SIGNAL_COLUMNS,
   type SignalRow,
+  STEP_VALUE_COLUMNS,
   type StepRow,
   signalValues,
   stepBlobDigests,
@@ -37,7 +38,7 @@ export {
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 2;
+export const SCHEMA_VERSION = 3;
 
 /** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
@@ -159,10 +160,23 @@ CREATE TABLE blobs (
 );
 `;
 
+/**
+ * Schema version 3, on top of version 2: effects, usage and acceptance (DESIGN §5, §6). A step of
+ * an effect tool holds its `EffectRecord` in `effect` (one row per effect: the step's); a run
+ * holds its `RunUsage` (written by the transition that ends it) and an operator's verdict
+ * (`acceptance`, set apart from any transition). JSON text, NULL when absent.
+ */
+export const MIGRATION_V3 = `
+ALTER TABLE steps ADD COLUMN effect TEXT;
+ALTER TABLE runs ADD COLUMN usage TEXT;
+ALTER TABLE runs ADD COLUMN acceptance TEXT;
+`;
+
 /** Every schema version and the DDL that brings the version before it there, in order. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
   { version: 2, sql: MIGRATION_V2 },
+  { version: 3, sql: MIGRATION_V3 },
 ];
 
 /**

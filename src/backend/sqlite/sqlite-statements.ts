@@ -10,6 +10,7 @@ import {
   type RunRow,
   SIGNAL_COLUMNS,
   type SignalRow,
+  STEP_VALUE_COLUMNS,
   type StepRow,
   stepParams,
   type TransitionRow,
@@ -157,13 +158,11 @@ export function prepareStatements(db: Db): Statements {
     // The fence and the write are one statement, hence one transaction: the row is written only
     // while the run is at the writer's epoch, and the write lock is taken before the check.
     saveStep: db.prepare(
-      `INSERT INTO steps (run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat,
-         usage, started_at, ended_at, epoch)
-       SELECT ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND epoch = ?)
-       ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
-         args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
-         attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
-         started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch`,
+      `INSERT INTO steps (run_id, ${STEP_VALUE_COLUMNS.join(", ")}, epoch)
+       SELECT ?, ${placeholders(STEP_VALUE_COLUMNS)}, ? WHERE EXISTS (SELECT 1 FROM runs WHERE id = ? AND epoch = ?)
+       ON CONFLICT (run_id, seq) DO UPDATE SET ${[...STEP_VALUE_COLUMNS.slice(1), "epoch"]
+         .map((c) => `${c} = excluded.${c}`)
+         .join(", ")}`,
     ),
     loadSteps: db.prepare<[string], StepRow>("SELECT * FROM steps WHERE run_id = ? ORDER BY seq"),
     insertBlob: db.prepare<[string, string, number]>(

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type { AcceptanceRecord, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type {
   ClaimRequest,
   CreateRunInput,
@@ -14,8 +14,9 @@ import type {
   SuspendResult,
   TransitionRequest,
 } from "../backend.ts";
-import { claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import {
+  type EndContext,
   hasEnded,
   type Plan,
   planDue,
@@ -24,9 +25,11 @@ import {
   planStop,
   planSuspend,
   planTransition,
+  stopMayEnd,
 } from "../wait-rules.ts";
 import {
   type EncodedStep,
+  encodeStep,
   rowToRun,
   rowToSignal,
   rowToWait,
@@ -60,6 +63,7 @@ export interface Transactions {
   deliverSignal: Tx<(request: SignalRequest) => SignalResult>;
   fireDueWaits: Tx<(now: number, limit: number) => WaitRecord[]>;
   requestStop: Tx<(request: StopRunRequest) => { run: RunRecord; transitions: TransitionRecord[] }>;
+  recordAcceptance: Tx<(runId: string, acceptance: AcceptanceRecord) => RunRecord>;
 }
 
 /**
@@ -88,7 +92,7 @@ function getRun(s: Statements, runId: string): RunRecord | undefined {
 }
 
 /** What `planEnd` needs of a run that ends with this transition (see `planTransition`). */
-function endContext(s: Statements, run: RunRecord): NonNullable<Parameters<typeof planTransition>[0]["end"]> {
+function endContext(s: Statements, run: RunRecord): EndContext {
   const parent = run.parentRunId === null ? undefined : getRun(s, run.parentRunId);
   const parentWait = parent && s.openChildWait.get(parent.id, run.id);
   return {
@@ -99,8 +103,11 @@ function endContext(s: Statements, run: RunRecord): NonNullable<Parameters<typeo
   };
 }
 
-/** Prepares the multi-statement writes once per connection; each is called with `.immediate`. */
-export function prepareTransactions(db: Db, s: Statements, file: string): Transactions {
+/**
+ * Prepares the multi-statement writes once per connection; each is called with `.immediate`.
+ * `inlineLimitBytes` is the backend's (steps written with a transition go out of line like any).
+ */
+export function prepareTransactions(db: Db, s: Statements, file: string, inlineLimitBytes: number): Transactions {
   return {
     createRun: db.transaction((input: CreateRunInput): { run: RunRecord; created: boolean } => {
       if (input.key !== null) {
@@ -136,6 +143,11 @@ export function prepareTransactions(db: Db, s: Statements, file: string): Transa
       const end = run && hasEnded(request.to) ? endContext(s, run) : undefined;
       const { plan, ...result } = planTransition(end ? { run, request, end } : { run, request });
       applyPlan(s, plan, file);
+      // Under the transition's fence (checked by the planner), with the epoch it leaves the run at.
+      for (const step of request.steps ?? []) {
+        if (step.runId !== request.runId) throw new InvalidInputError("a transition's steps must be steps of its run");
+        saveStepFenced(s, step, encodeStep(step, inlineLimitBytes), result.run.epoch);
+      }
       return result;
     }),
     saveSteps: db.transaction((steps: readonly { step: StepRecord; encoded: EncodedStep }[], epoch: number) => {
@@ -200,9 +212,16 @@ export function prepareTransactions(db: Db, s: Statements, file: string): Transa
     }),
     requestStop: db.transaction((request: StopRunRequest) => {
       const run = getRun(s, request.runId);
-      const plan = planStop({ run, request });
+      const plan = planStop(
+        run && stopMayEnd(run, request.request) ? { run, request, end: endContext(s, run) } : { run, request },
+      );
       applyPlan(s, plan, file);
       return { run: plan.current(run as RunRecord), transitions: plan.transitions };
+    }),
+    recordAcceptance: db.transaction((runId: string, acceptance: AcceptanceRecord): RunRecord => {
+      const run = applyAcceptance(getRun(s, runId), runId, acceptance);
+      s.updateRun.run(...runValues(run).slice(1), run.id);
+      return run;
     }),
   };
 }
