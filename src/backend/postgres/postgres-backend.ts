@@ -24,7 +24,7 @@ import type {
   TransitionRequest,
   Wake,
 } from "../backend.ts";
-import { claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
@@ -408,18 +408,27 @@ export class PostgresBackend implements RuntimeBackend {
    * Oldest first. Only runs that have not ended are considered (a worker releases the lease of a
    * run it ends), which keeps the lookup on a small partial index.
    */
-  /** Not stored by this backend yet: its schema gains the column in the next version. */
-  async recordAcceptance(runId: string, _acceptance: AcceptanceRecord): Promise<RunRecord> {
-    throw new StorageError(
-      `${this.name}: recordAcceptance (run ${runId}) needs the next schema version, not written yet`,
-    );
-  }
-
   async listStopRequested(workerId: string): Promise<string[]> {
     const pool = this.#ready();
     return this.#call("listStopRequested", async () =>
       (await this.#query<{ id: string }>(pool, this.#s.listStopRequested, [workerId])).map((r) => r.id),
     );
+  }
+
+  /**
+   * One statement when the verdict is taken (the run COMPLETED and without one); otherwise the run
+   * is read again to word the refusal (`applyAcceptance`).
+   */
+  async recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord> {
+    const pool = this.#ready();
+    return this.#call("recordAcceptance", async () => {
+      const [row] = await this.#query<RunRow>(pool, this.#s.acceptRun, [runId, JSON.stringify(acceptance)]);
+      if (row) return rowToRun(row);
+      const [current] = await this.#query<RunRow>(pool, this.#s.getRun, [runId]);
+      applyAcceptance(current && rowToRun(current), runId, acceptance);
+      // Unreachable while the statement and the rule agree: a refusal is thrown above.
+      throw new StorageError(`run ${runId}: the acceptance was not stored, and nothing refuses it; try again`);
+    });
   }
 
   /**
@@ -540,6 +549,7 @@ export class PostgresBackend implements RuntimeBackend {
       query: (statement, values) => this.#query(client, statement, values),
       statements: this.#s,
       channel: this.#channel,
+      inlineLimitBytes: this.inlineLimitBytes,
     };
   }
 

@@ -22,6 +22,8 @@ const OWNED_LIST = [...OWNED_STATES].map((s) => `'${s}'`).join(", ");
 // Written out rather than derived: a migration's SQL must never change once released, whatever
 // later code does to these sets.
 const RUNNABLE_LIST = "'PENDING', 'RESUMING', 'CANCELLING'";
+/** The runnable states from migration 3 on: an operator's reconciled run is claimed too. */
+const RUNNABLE_LIST_V3 = "'PENDING', 'RESUMING', 'CANCELLING', 'RECONCILING'";
 /** The states of `hasEnded` (terminal, INTERRUPTED excepted). */
 const ENDED_LIST = "'COMPLETED', 'FAILED', 'BLOCKED', 'CANCELLED', 'COMPENSATED'";
 
@@ -164,6 +166,21 @@ CREATE TABLE ${s}.blobs (
   text   TEXT NOT NULL,
   bytes  BIGINT NOT NULL
 );
+`,
+  },
+  {
+    version: 3,
+    name: "effects, run usage and acceptance; RECONCILING runs are claimable",
+    // Nullable columns without defaults again: catalog changes only. The claim index is rebuilt
+    // with the runnable states of this version, listed in the order the claim query lists them
+    // (the planner matches a partial index only on an equal predicate).
+    sql: (s) => `
+ALTER TABLE ${s}.steps ADD COLUMN effect JSON;
+ALTER TABLE ${s}.runs
+  ADD COLUMN usage      JSON,
+  ADD COLUMN acceptance JSON;
+DROP INDEX ${s}.runs_runnable;
+CREATE INDEX runs_runnable ON ${s}.runs (created_at, id) WHERE state IN (${RUNNABLE_LIST_V3});
 `,
   },
 ];

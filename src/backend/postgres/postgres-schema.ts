@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { StepRecord } from "../../core/records.ts";
-import { type BlobRow, encodeStep } from "../sql-rows.ts";
+import { type BlobRow, encodeStep, STEP_VALUE_COLUMNS } from "../sql-rows.ts";
 
 export {
   type BlobTexts,
@@ -71,7 +71,7 @@ export function columnArrays(rows: readonly (readonly unknown[])[], width: numbe
 
 /**
  * The parameters of the step upsert after its first three: the steps as one array per column (the
- * `unnest` parameters), in `steps` column order from `seq` to `ended_at`, then the blobs they
+ * `unnest` parameters), in `STEP_VALUE_COLUMNS` order (`seq` to `ended_at`, `effect`), then the blobs they
  * refer to as three arrays (digests, texts, bytes), each blob once. A later step with the same
  * seq replaces an earlier one, as a second save would.
  */
@@ -86,7 +86,7 @@ export function stepColumns(steps: readonly StepRecord[], inlineLimitBytes: numb
   });
   const blobList = [...blobs.values()];
   return [
-    ...columnArrays(rows, 13),
+    ...columnArrays(rows, STEP_VALUE_COLUMNS.length),
     blobList.map((b) => b.digest),
     blobList.map((b) => b.text),
     blobList.map((b) => b.bytes),

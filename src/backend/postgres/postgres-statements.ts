@@ -49,7 +49,7 @@ const TRANSITION_COLUMNS =
   "run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions";
 
 const STEP_COLUMNS = `run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage,
-  started_at, ended_at, epoch`;
+  started_at, ended_at, epoch, effect`;
 
 /** A column's type, for the `unnest` of a batch write. JSON travels as text and is cast back. */
 type ColumnType = "text" | "integer" | "bigint" | "boolean" | "json";
@@ -76,6 +76,8 @@ const RUN_TYPES: Record<(typeof RUN_COLUMN_LIST)[number], ColumnType> = {
   stop_request: "json",
   continued_from: "text",
   continued_to: "text",
+  usage: "json",
+  acceptance: "json",
   created_at: "bigint",
   updated_at: "bigint",
 };
@@ -84,7 +86,16 @@ const RUN_TYPES: Record<(typeof RUN_COLUMN_LIST)[number], ColumnType> = {
  * The JSON columns of `runs`, each written by a plan only when its value changed (a run's input,
  * meta and versions never do): `writePlan` takes one "changed" flag array per column, in this order.
  */
-export const RUN_JSON_COLUMNS = ["input", "output", "error", "versions", "meta", "stop_request"] as const;
+export const RUN_JSON_COLUMNS = [
+  "input",
+  "output",
+  "error",
+  "versions",
+  "meta",
+  "stop_request",
+  "usage",
+  "acceptance",
+] as const;
 
 const TRANSITION_TYPES: ColumnType[] = [
   "text",
@@ -240,10 +251,15 @@ export interface Statements {
   writePlan: Sql;
   listTransitions: Sql;
   /**
-   * The fenced upsert of a run's steps ($1 run, $2 epoch, $3 commit level, $4–$16 the step
-   * columns) with the blobs they refer to ($17–$19: digests, texts, bytes), in one statement.
+   * The fenced upsert of a run's steps ($1 run, $2 epoch, $3 commit level, $4–$17 the step
+   * columns) with the blobs they refer to ($18–$20: digests, texts, bytes), in one statement.
    */
   saveSteps: Sql;
+  /**
+   * Sets a COMPLETED run's acceptance ($2) when it has none ($1 the run): the rule of
+   * `applyAcceptance`, which words the refusal when no row comes back.
+   */
+  acceptRun: Sql;
   loadSteps: Sql;
   /** The blobs of these digests ($1 text[]). */
   loadBlobs: Sql;
@@ -365,20 +381,26 @@ export function statements(schema: string): Statements {
        ), new_blobs AS (
          INSERT INTO ${s}.blobs (digest, text, bytes)
          SELECT b.digest, b.text, b.bytes
-         FROM fence, unnest($17::text[], $18::text[], $19::bigint[]) AS b (digest, text, bytes)
+         FROM fence, unnest($18::text[], $19::text[], $20::bigint[]) AS b (digest, text, bytes)
          ON CONFLICT (digest) DO NOTHING
        )
        INSERT INTO ${s}.steps (${STEP_COLUMNS})
        SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
-         x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, $2
+         x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, $2, x.effect::json
        FROM fence, unnest($4::integer[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-         $11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[], $16::bigint[])
-         AS x (seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage, started_at, ended_at)
+         $11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::text[])
+         AS x (seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage, started_at, ended_at,
+           effect)
        ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
          args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
          attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
-         started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch
+         started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
        RETURNING seq`,
+    ),
+    acceptRun: sql(
+      `UPDATE ${s}.runs SET acceptance = $2::json
+       WHERE id = $1 AND state = 'COMPLETED' AND acceptance IS NULL
+       RETURNING ${RUN_COLUMNS}`,
     ),
     loadSteps: sql(`SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1 ORDER BY seq`),
     loadBlobs: sql(`SELECT digest, text FROM ${s}.blobs WHERE digest = ANY ($1::text[])`),

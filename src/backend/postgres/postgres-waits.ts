@@ -12,6 +12,7 @@ import type {
 } from "../backend.ts";
 import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import {
+  type EndContext,
   hasEnded,
   Plan,
   planDue,
@@ -20,6 +21,7 @@ import {
   planStop,
   planSuspend,
   planTransition,
+  stopMayEnd,
 } from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import {
@@ -31,6 +33,7 @@ import {
   runValues,
   type SignalRow,
   signalValues,
+  stepColumns,
   transitionParams,
   type WaitRow,
   waitValues,
@@ -66,6 +69,8 @@ export interface PlanContext {
   readonly statements: Statements;
   /** The NOTIFY channel of the wake-ups. */
   readonly channel: string;
+  /** The backend's `inlineLimitBytes` (steps written with a transition go out of line like any). */
+  readonly inlineLimitBytes: number;
 }
 
 /**
@@ -106,28 +111,57 @@ export async function transitionIn(
   ctx: PlanContext,
   request: TransitionRequest,
 ): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+  const steps = request.steps ?? [];
+  if (steps.some((step) => step.runId !== request.runId)) {
+    throw new PassThrough(new InvalidInputError("a transition's steps must be steps of its run"));
+  }
+  let result: { run: RunRecord; transition: TransitionRecord };
   if (!hasEnded(request.to)) {
     const run = await lockRun(ctx, request.runId);
-    const { plan, ...result } = planned(() => planTransition({ run, request }));
+    const { plan, ...outcome } = planned(() => planTransition({ run, request }));
     await applyPlan(ctx, plan, byId(run ? [run] : []));
-    return result;
+    result = outcome;
+  } else {
+    const { rows, run, end } = await lockEnding(ctx, request.runId);
+    const { plan, ...outcome } = planned(() => planTransition(end ? { run, request, end } : { run, request }));
+    await applyPlan(ctx, plan, byId(rows));
+    result = outcome;
   }
-  const rows = (await ctx.query<RunRow>(ctx.statements.lockEnding, [request.runId])).map(rowToRun);
-  const run = rows.find((r) => r.id === request.runId);
-  let end: Parameters<typeof planTransition>[0]["end"];
-  if (run) {
-    const parent = run.parentRunId === null ? undefined : rows.find((r) => r.id === run.parentRunId);
-    const waits = (await ctx.query<WaitRow>(ctx.statements.loadEndWaits, [run.id, parent?.id ?? null])).map(rowToWait);
-    end = {
-      openWaits: waits.filter((w) => w.runId === run.id),
-      parent,
-      parentWait: parent && waits.find((w) => w.runId === parent.id),
-      children: rows.filter((r) => r.parentRunId === run.id),
-    };
+  if (steps.length > 0) {
+    // Under the transition's fence (checked by the planner, the run row locked), with the epoch the
+    // transition leaves; committed with the transaction, at its commit level.
+    const written = await ctx.query(ctx.statements.saveSteps, [
+      request.runId,
+      result.run.epoch,
+      null,
+      ...stepColumns(steps, ctx.inlineLimitBytes),
+    ]);
+    if (written.length === 0) throw new LeaseLostError(`run ${request.runId}: the transition's steps were refused`);
   }
-  const { plan, ...result } = planned(() => planTransition(end ? { run, request, end } : { run, request }));
-  await applyPlan(ctx, plan, byId(rows));
   return result;
+}
+
+/**
+ * Locks a run that may end now, its parent and its children that have not ended (`lockEnding`,
+ * in id order), and reads what `planEnd` needs: the run's open waits and the parent's open child
+ * wait on it. `end` is undefined when there is no such run.
+ */
+async function lockEnding(
+  ctx: PlanContext,
+  runId: string,
+): Promise<{ rows: RunRecord[]; run: RunRecord | undefined; end: EndContext | undefined }> {
+  const rows = (await ctx.query<RunRow>(ctx.statements.lockEnding, [runId])).map(rowToRun);
+  const run = rows.find((r) => r.id === runId);
+  if (!run) return { rows, run, end: undefined };
+  const parent = run.parentRunId === null ? undefined : rows.find((r) => r.id === run.parentRunId);
+  const waits = (await ctx.query<WaitRow>(ctx.statements.loadEndWaits, [run.id, parent?.id ?? null])).map(rowToWait);
+  const end: EndContext = {
+    openWaits: waits.filter((w) => w.runId === run.id),
+    parent,
+    parentWait: parent && waits.find((w) => w.runId === parent.id),
+    children: rows.filter((r) => r.parentRunId === run.id),
+  };
+  return { rows, run, end };
 }
 
 /**
@@ -202,11 +236,24 @@ export async function fireDueIn(ctx: PlanContext, now: number, limit: number): P
   return resolved;
 }
 
-/** `requestStop`: the run locked. */
+/**
+ * `requestStop`: the run locked. A cancel may end the run (a NEEDS_RECONCILIATION run is
+ * cancelled at once), so it locks what a transition into an ended state locks (`lockEnding`, in
+ * id order), whatever the state turns out to be: the state can only be trusted once the row is
+ * locked, and locking the parent after the run would break the lock order.
+ */
 export async function requestStopIn(
   ctx: PlanContext,
   request: StopRunRequest,
 ): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
+  if (request.request.kind === "cancel") {
+    const { rows, run, end } = await lockEnding(ctx, request.runId);
+    const plan = planned(() =>
+      planStop(run && end && stopMayEnd(run, request.request) ? { run, request, end } : { run, request }),
+    );
+    await applyPlan(ctx, plan, byId(rows));
+    return { run: plan.current(run as RunRecord), transitions: plan.transitions };
+  }
   const run = await lockRun(ctx, request.runId);
   const plan = planned(() => planStop({ run, request }));
   await applyPlan(ctx, plan, byId(run ? [run] : []));
@@ -261,6 +308,8 @@ const JSON_FIELDS = {
   versions: "versions",
   meta: "meta",
   stop_request: "stopRequest",
+  usage: "usage",
+  acceptance: "acceptance",
 } as const satisfies Record<(typeof RUN_JSON_COLUMNS)[number], keyof RunRecord>;
 
 /** The parameters of `writePlan` (see its column order in `postgres-statements.ts`). */

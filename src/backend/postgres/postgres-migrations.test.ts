@@ -1,0 +1,174 @@
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
+import type { AcceptanceRecord, RunRecord, StepRecord } from "../../core/records.ts";
+import {
+  effectRecord,
+  fullStep,
+  LEASE_MS,
+  move,
+  runUsage,
+  T0,
+  USER,
+  VERSIONS,
+} from "../conformance/conformance-fixtures.ts";
+import { PostgresBackend } from "./postgres-backend.ts";
+import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";
+import { statements } from "./postgres-statements.ts";
+
+/** Migration 3 (effects, run usage and acceptance, RECONCILING claimable) on a schema at version 2. */
+
+let db: TestDatabase;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.close();
+});
+
+/** The `runs` columns of version 2, in its table order. */
+const V2_RUN_COLUMNS =
+  "id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch, lease_owner, lease_expires_at, " +
+  "recoveries, last_transition_id, versions, meta, created_at, updated_at, parent_run_id, parent_close_policy, " +
+  "stop_request, continued_from, continued_to";
+
+describe("PostgresBackend migration 3", () => {
+  const opened: PostgresBackend[] = [];
+  const schemas: string[] = [];
+
+  afterEach(async () => {
+    for (const backend of opened.splice(0)) await backend.close();
+    for (const schema of schemas.splice(0)) await db.dropSchema(schema);
+  });
+
+  /** A schema at version 2, as a released Cairn left it, holding a RUNNING run with a step and a RECONCILING run. */
+  async function versionTwo(): Promise<string> {
+    const schema = db.schema();
+    schemas.push(schema);
+    const q = pg.escapeIdentifier(schema);
+    await db.query(`CREATE SCHEMA ${q}`);
+    await db.query(
+      `CREATE TABLE ${q}.cairn_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 2)) {
+      await db.query(migration.sql(q));
+      await db.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    const versions = JSON.stringify(VERSIONS);
+    const params = Array.from({ length: 23 }, (_, i) => `$${i + 1}`).join(", ");
+    const row = (id: string, state: string, epoch: number, owner: string | null) => [
+      id,
+      "report_builder",
+      "build",
+      null,
+      state,
+      null,
+      '{"b":1,"a":2}',
+      null,
+      null,
+      epoch,
+      owner,
+      owner ? T0 + LEASE_MS : null,
+      0,
+      2,
+      versions,
+      "{}",
+      T0,
+      T0 + 1,
+      null,
+      null,
+      null,
+      null,
+      null,
+    ];
+    await db.query(`INSERT INTO ${q}.runs (${V2_RUN_COLUMNS}) VALUES (${params})`, row("old-1", "RUNNING", 1, "w1"));
+    await db.query(
+      `INSERT INTO ${q}.runs (${V2_RUN_COLUMNS}) VALUES (${params})`,
+      row("old-2", "RECONCILING", 1, null),
+    );
+    await db.query(
+      `INSERT INTO ${q}.steps (run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat,
+         usage, started_at, ended_at, epoch)
+       VALUES ('old-1', 1, 'tool', 't', 'completed', 'd', '{}', '{"z":0,"y":[1]}', NULL, '[]', NULL, NULL, $1, $1, 1)`,
+      [T0],
+    );
+    return schema;
+  }
+
+  it("adds the columns, takes RECONCILING runs from the claim index, and keeps the data", async () => {
+    const schema = await versionTwo();
+    expect(SCHEMA_VERSION).toBe(3);
+    const backend = new PostgresBackend({ connectionString: db.url, schema, migrate: false });
+    opened.push(backend);
+    const refused = await backend.init().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 3");
+    expect(await backend.migrate()).toEqual({ from: 2, to: 3 });
+    await backend.init();
+
+    const q = pg.escapeIdentifier(schema);
+    const applied = await db.query(`SELECT version FROM ${q}.cairn_migrations ORDER BY version`);
+    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3]);
+    const index = await db.query<{ indexdef: string }>(
+      "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_runnable'",
+      [schema],
+    );
+    expect(index.rows[0]?.indexdef).toContain("RECONCILING");
+
+    const old = (await backend.getRun("old-1")) as RunRecord;
+    expect(old).toMatchObject({ state: "RUNNING", epoch: 1, leaseOwner: "w1" });
+    expect(old.usage).toBeUndefined();
+    expect(old.acceptance).toBeUndefined();
+    expect(JSON.stringify(old.input)).toBe('{"b":1,"a":2}');
+    const [step] = await backend.loadSteps("old-1");
+    expect(step && "effect" in step).toBe(false);
+    expect(JSON.stringify(step?.result)).toBe('{"z":0,"y":[1]}');
+
+    // The run version 2 could not hand out is claimed now.
+    const claimed = await backend.claimRun({ workerId: "w2", now: T0 + 10, leaseMs: LEASE_MS });
+    expect(claimed).toMatchObject({ id: "old-2", state: "RECONCILING", leaseOwner: "w2", epoch: 2 });
+
+    // The new columns take values.
+    const withEffect: StepRecord = { ...fullStep("old-1", 2, 1), effect: effectRecord(2) };
+    await backend.saveSteps([withEffect], { epoch: 1, sync: true });
+    expect((await backend.loadSteps("old-1"))[1]).toStrictEqual(withEffect);
+    const usage = runUsage(2);
+    const { run: done } = await backend.transition(
+      move(old, "RUNNING", "COMPLETED", { patch: { output: { ok: 1 }, usage, releaseLease: true } }),
+    );
+    expect(done.usage).toStrictEqual(usage);
+    const verdict: AcceptanceRecord = { decision: "accepted", by: USER, note: "ok", at: T0 + 5_000 };
+    expect(await backend.recordAcceptance("old-1", verdict)).toStrictEqual({ ...done, acceptance: verdict });
+    expect(await backend.getRun("old-1")).toStrictEqual({ ...done, acceptance: verdict });
+  });
+
+  it("answers the claim from the rebuilt partial index", async () => {
+    const schema = await versionTwo();
+    const backend = new PostgresBackend({ connectionString: db.url, schema });
+    opened.push(backend);
+    await backend.init();
+    const pool = new pg.Pool({ connectionString: db.url, max: 1 });
+    try {
+      const client = await pool.connect();
+      try {
+        // Planned as on a large table: a predicate the index does not imply shows as a sequential scan.
+        await client.query("SET enable_seqscan = off");
+        const plan = (await client.query(`EXPLAIN ${statements(schema).claimNext.text}`, [T0, null])).rows
+          .map((r) => r["QUERY PLAN"])
+          .join("\n");
+        expect(plan).toContain("runs_runnable");
+      } finally {
+        client.release();
+      }
+    } finally {
+      await pool.end();
+    }
+  });
+});
