@@ -1,5 +1,8 @@
 import type { DomainCallInfo } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
+import type { Budget } from "./budget.ts";
+import type { Policy } from "./policies.ts";
+import type { PriceTable } from "./prices.ts";
 import type { Json, ParentClosePolicy, StepRecord } from "./records.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
@@ -31,7 +34,13 @@ export interface EnvelopeHost {
     workflow: string;
     input: Json;
     parentClosePolicy: ParentClosePolicy;
+    /** What is left of the parent's budget: the child gets at most that. */
+    budget: Budget;
   }): Promise<void>;
+  /** Policies asked before every tool, model, domain and spawn call. */
+  readonly policies: readonly Policy[];
+  /** Model prices, for the cost of model calls. */
+  readonly prices: PriceTable;
   /** Retry backoffs at least this long pause the run on a durable timer (awaiting_retry). */
   readonly retryPauseThresholdMs: number;
   /** Steps a run may take; a warning at 80 %, then `StepLimitError`. */

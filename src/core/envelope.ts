@@ -13,6 +13,7 @@ import { divergenceError } from "./divergence.ts";
 import { type EffectSpec, effectSpec } from "./effect-steps.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import {
+  type CairnError,
   EffectUnresolvedError,
   InvalidInputError,
   type ReplayDivergenceError,
@@ -21,8 +22,9 @@ import {
   ToolFailedError,
   UnknownNameError,
 } from "./errors.ts";
+import { Governor } from "./governor.ts";
 import { JournalWriter } from "./journal-writer.ts";
-import type { Json, RunRecord, StepKind, StepRecord, WaitRecord } from "./records.ts";
+import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "./records.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
@@ -100,6 +102,9 @@ export class WorkflowEnvelope {
   #settle: ((outcome: EnvelopeOutcome) => void) | undefined;
   #seq = 0;
   #diverged: ReplayDivergenceError | undefined;
+  /** Policies and budget: a refusal ends the run BLOCKED. */
+  readonly #governor: Governor;
+  #blocked: CairnError | undefined;
   #finished = false;
 
   constructor(options: {
@@ -122,6 +127,12 @@ export class WorkflowEnvelope {
     this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
     this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
+    this.#governor = new Governor({
+      run: options.run,
+      policies: options.host.policies,
+      prices: options.host.prices,
+      journal: this.#history,
+    });
     // A journal write that fails (a lost lease, a storage error) stops the run: the workflow must
     // not see it as a step's error and go on, with results it was handed possibly not stored.
     this.#writer = new JournalWriter((steps, sync) =>
@@ -161,6 +172,33 @@ export class WorkflowEnvelope {
       name: s.name,
       outcome: s.status === "started" ? "unknown" : s.status,
     }));
+  }
+
+  /** What the run used so far (its journal and this execution), children that ended included. */
+  usage(): RunUsage {
+    return this.#governor.usage();
+  }
+
+  /**
+   * Governance refused a call: the run ends with `error` (the worker records BLOCKED) whatever
+   * the workflow does with the error it is thrown.
+   */
+  #block(error: CairnError): never {
+    if (!this.#blocked) {
+      this.#blocked = error;
+      this.#settle?.({ kind: "failed", error: serializeError(error) });
+    }
+    throw error;
+  }
+
+  /** Asks the policies about a call whose step will be the next one; see `Governor.ask`. */
+  #ask(kind: "tool" | "llm" | "domain" | "spawn", name: string, args: unknown) {
+    if (this.#blocked) throw this.#blocked;
+    try {
+      return this.#governor.ask(kind, name, args, this.#seq + 1);
+    } catch (error) {
+      return this.#block(error as CairnError);
+    }
   }
 
   /** Fired when the run is stopped; every attempt in flight sees it. */
@@ -230,6 +268,7 @@ export class WorkflowEnvelope {
 
   #outcome(result: { output?: unknown; error?: unknown }): EnvelopeOutcome {
     if (this.#diverged) return { kind: "failed", error: serializeError(this.#diverged) };
+    if (this.#blocked) return { kind: "failed", error: serializeError(this.#blocked) };
     if (this.#stop.signal.aborted) return { kind: "stopped", reason: this.#stop.signal.reason };
     // Completed steps the code never reached mean the code changed under the run.
     const unreached = this.#history.find((s) => s.seq > this.#seq && s.status !== "started");
@@ -277,10 +316,19 @@ export class WorkflowEnvelope {
       llm,
       tool: (name: string, args: unknown, options?: ToolCallOptions) => this.#toolStep(name, args, options),
       domain: <R>(domain: string, entity: string, params: Record<string, unknown> = {}) =>
-        this.#step<R>("domain", `${domain}.${entity}`, params, {
-          policy: this.#host.domainRetry,
-          run: ({ signal }) => this.#host.readDomain(domain, entity, params, { runId: run.id, signal }) as Promise<R>,
-        }),
+        this.#governed("domain", "domain", `${domain}.${entity}`, params, (begun) =>
+          this.#step<R>(
+            "domain",
+            `${domain}.${entity}`,
+            params,
+            {
+              policy: this.#host.domainRetry,
+              run: ({ signal }) =>
+                this.#host.readDomain(domain, entity, params, { runId: run.id, signal }) as Promise<R>,
+            },
+            begun,
+          ),
+        ),
       now: async () => new Date(await this.#valueStep("now", () => this.#host.now())),
       random: () => this.#valueStep("random", () => this.#host.random()),
       uuid: () => this.#valueStep("uuid", () => this.#host.randomUUID()),
@@ -330,12 +378,24 @@ export class WorkflowEnvelope {
     input: unknown,
     policy: "suspend" | "cancel" | "abandon",
   ): Promise<ChildHandle> {
-    let begun: { seq: number; recorded: StepRecord | undefined };
-    try {
-      begun = this.#begin("child", `${agent}.${workflow}`);
-    } catch (error) {
-      return Promise.reject(error);
-    }
+    return this.#governed("spawn", "child", `${agent}.${workflow}`, input, (approved) => {
+      let begun: { seq: number; recorded: StepRecord | undefined };
+      try {
+        begun = approved ?? this.#begin("child", `${agent}.${workflow}`);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      return this.#spawnStep(agent, workflow, input, policy, begun);
+    });
+  }
+
+  #spawnStep(
+    agent: string,
+    workflow: string,
+    input: unknown,
+    policy: "suspend" | "cancel" | "abandon",
+    begun: { seq: number; recorded: StepRecord | undefined },
+  ): Promise<ChildHandle> {
     const childId = `${this.#run.id}.${begun.seq}`;
     const json =
       toJson(
@@ -361,7 +421,14 @@ export class WorkflowEnvelope {
       {
         policy: undefined,
         run: async () => {
-          await this.#host.spawn({ id: childId, agent, workflow, input: json, parentClosePolicy: policy });
+          await this.#host.spawn({
+            id: childId,
+            agent,
+            workflow,
+            input: json,
+            parentClosePolicy: policy,
+            budget: this.#governor.remaining(this.#host.now()),
+          });
           return { runId: childId };
         },
       },
@@ -411,6 +478,12 @@ export class WorkflowEnvelope {
     }
     this.#calls.push({ seq, kind, name });
     const recorded = this.#journal.get(seq);
+    if (!recorded) {
+      // A new step: the budget is checked before it and it counts from now on.
+      const exceeded = this.#governor.check(kind, this.#host.now());
+      if (exceeded) this.#block(exceeded);
+      this.#governor.started(kind);
+    }
     if (recorded && (recorded.kind !== kind || recorded.name !== name)) {
       this.#diverged = divergenceError({
         runId: this.#run.id,
@@ -473,15 +546,27 @@ export class WorkflowEnvelope {
     }
     let approvalBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
     let toolBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
-    if (tool.approval && !compensation) {
-      // Both step numbers are taken now, so concurrent calls replay in the same order whatever
-      // order their approvals come in.
-      try {
-        approvalBegun = this.#begin("wait", `approval:${tool.approval.action ?? `tool:${name}`}`);
+    let approval: { action: string; approvers: readonly string[]; expiresInMs: number } | undefined;
+    try {
+      // The tool's own approval, else one a policy requires (a denial ends the run here).
+      const asked = compensation ? undefined : this.#ask("tool", name, args);
+      approval = compensation
+        ? undefined
+        : tool.approval
+          ? {
+              action: tool.approval.action ?? `tool:${name}`,
+              approvers: tool.approval.approvers ?? [],
+              expiresInMs: tool.approval.expiresInMs,
+            }
+          : asked;
+      if (approval) {
+        // Both step numbers are taken now, so concurrent calls replay in the same order whatever
+        // order their approvals come in.
+        approvalBegun = this.#begin("wait", `approval:${approval.action}`);
         toolBegun = this.#begin("tool", name);
-      } catch (error) {
-        return Promise.reject(error);
       }
+    } catch (error) {
+      return Promise.reject(error);
     }
     const toolSpec = {
       policy: options?.retry ?? tool.retry,
@@ -491,14 +576,14 @@ export class WorkflowEnvelope {
       effect: tool.effect ? (seq: number) => this.#effect(name, parsed, seq, compensates) : undefined,
     };
     const runTool = () => this.#step("tool", name, args, toolSpec, toolBegun);
-    const approval = tool.approval;
     if (approval && approvalBegun) {
+      const needed = approval;
       const spec = () =>
         this.#waitSteps.approval({
-          action: approval.action ?? `tool:${name}`,
+          action: needed.action,
           payload: args,
-          approvers: approval.approvers ?? [],
-          expiresInMs: approval.expiresInMs,
+          approvers: needed.approvers,
+          expiresInMs: needed.expiresInMs,
         });
       return this.#wait(spec, approvalBegun).then(runTool);
     }
@@ -599,14 +684,80 @@ export class WorkflowEnvelope {
   #llmStep(request: GenerateRequest): Promise<ModelResponse> {
     // Named by the model key the code asked for, not by the provider behind it, so swapping the
     // provider under runs in flight does not make their recorded calls diverge.
-    return this.#step<ModelResponse>("llm", request.model ?? "default", request, {
-      policy: this.#host.modelRetry,
-      run: async (attempt) => {
-        const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });
-        attempt.addUsage(response.usage);
-        return response;
-      },
-    });
+    const name = request.model ?? "default";
+    if (request.maxOutputTokens !== undefined && !this.#journal.get(this.#seq + 1)) {
+      // Refused before it is made when its declared maximum output could overshoot the cost budget.
+      let provider: string | undefined;
+      try {
+        provider = this.#host.model(request.model).name;
+      } catch {
+        provider = undefined;
+      }
+      const exceeded = this.#governor.check("llm", this.#host.now(), {
+        name: provider?.slice(provider.indexOf(":") + 1),
+        maxOutputTokens: request.maxOutputTokens,
+      });
+      if (exceeded) {
+        try {
+          this.#block(exceeded);
+        } catch (error) {
+          return Promise.reject(error);
+        }
+      }
+    }
+    return this.#governed("llm", "llm", name, request, (begun) =>
+      this.#step<ModelResponse>(
+        "llm",
+        name,
+        request,
+        {
+          policy: this.#host.modelRetry,
+          run: async (attempt) => {
+            const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });
+            attempt.addUsage({ ...response.usage, costUsd: this.#governor.cost(response.model, response.usage) });
+            return response;
+          },
+        },
+        begun,
+      ),
+    );
+  }
+
+  /**
+   * A call the policies are asked about first: a denial ends the run BLOCKED; an approval they
+   * require is a wait step taken before the call's own step (both numbers taken now).
+   */
+  #governed<R>(
+    kind: "llm" | "domain" | "spawn",
+    stepKind: StepKind,
+    name: string,
+    args: unknown,
+    go: (begun: { seq: number; recorded: StepRecord | undefined } | undefined) => Promise<R>,
+  ): Promise<R> {
+    let approval: { action: string; approvers: string[]; expiresInMs: number } | undefined;
+    let approvalBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
+    let begun: { seq: number; recorded: StepRecord | undefined } | undefined;
+    try {
+      approval = this.#ask(kind, name, args);
+      if (approval) {
+        approvalBegun = this.#begin("wait", `approval:${approval.action}`);
+        begun = this.#begin(stepKind, name);
+      }
+    } catch (error) {
+      return Promise.reject(error);
+    }
+    if (!approval || !approvalBegun) return go(undefined);
+    const needed = approval;
+    return this.#wait(
+      () =>
+        this.#waitSteps.approval({
+          action: needed.action,
+          payload: args,
+          approvers: needed.approvers,
+          expiresInMs: needed.expiresInMs,
+        }),
+      approvalBegun,
+    ).then(() => go(begun));
   }
 
   /** A journaled step: replayed from its saved result, or executed with start and result records. */
@@ -693,6 +844,7 @@ export class WorkflowEnvelope {
       });
     } finally {
       if (!parked) leave();
+      if (step.status !== "started") this.#governor.settled(step);
     }
   }
 

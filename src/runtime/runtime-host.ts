@@ -1,8 +1,11 @@
 import { randomUUID } from "node:crypto";
 import type { RuntimeBackend } from "../backend/backend.ts";
+import { type Budget, capBudget } from "../core/budget.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { UnknownNameError } from "../core/errors.ts";
-import type { RunRecord, Versions } from "../core/records.ts";
+import type { Policy } from "../core/policies.ts";
+import type { PriceTable } from "../core/prices.ts";
+import type { Json, RunRecord, Versions } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
@@ -26,6 +29,10 @@ export function createEnvelopeHost(options: {
   domainRetry: RetryPolicy | undefined;
   modelRetry: RetryPolicy | undefined;
   logger: Logger;
+  policies: readonly Policy[];
+  prices: PriceTable;
+  /** The default budget of an agent's runs, or undefined for an agent this runtime does not have. */
+  agentBudget(agent: string): Budget | undefined;
 }): EnvelopeHost {
   const { run, backend, domains, models, logger } = options;
   const epoch = run.epoch;
@@ -44,7 +51,11 @@ export function createEnvelopeHost(options: {
         key: null,
         input: child.input,
         versions: options.versions(child.agent),
-        meta: {},
+        // At most what the parent has left, per key, under the child agent's own limits.
+        ...(() => {
+          const budget = capBudget(options.agentBudget(child.agent) ?? {}, child.budget);
+          return { meta: Object.keys(budget).length > 0 ? { budget: budget as Json } : {} };
+        })(),
         actor: { kind: "worker", id: run.leaseOwner ?? "unknown" },
         reason: `spawned by run ${run.id}`,
         at: Date.now(),
@@ -53,6 +64,8 @@ export function createEnvelopeHost(options: {
       });
       options.onChildCreated();
     },
+    policies: options.policies,
+    prices: options.prices,
     retryPauseThresholdMs: options.retryPauseThresholdMs,
     maxSteps: options.maxSteps,
     maxPayloadBytes: options.maxPayloadBytes,

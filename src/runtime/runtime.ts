@@ -16,6 +16,8 @@ import {
   UnknownNameError,
   WaitTimeoutError,
 } from "../core/errors.ts";
+import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
+import { type ModelPrice, type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { isSettled, OWNED_STATES } from "../core/run-state.ts";
@@ -87,6 +89,17 @@ export interface RuntimeOptions {
    * @default 16 MiB (16777216)
    */
   maxPayloadBytes?: number;
+  /**
+   * Asked before every tool, model, domain and spawn call of every run (DESIGN §6): allow, deny
+   * (the run ends BLOCKED naming the policy and its version) or require an approval. Their
+   * versions are recorded on every run (`versions.policy`). @default []
+   */
+  policies?: readonly Policy[];
+  /**
+   * Model prices (USD per million tokens) by model id, over the built-in table: the cost of each
+   * model call is recorded on its step and counted in budgets. @default the built-in table
+   */
+  prices?: Record<string, ModelPrice>;
 }
 
 /** Everything recorded about a run. */
@@ -169,6 +182,8 @@ export class Runtime {
   readonly #options: RuntimeOptions;
   readonly #logger: Logger;
   readonly #maxPayloadBytes: number;
+  readonly #policies: readonly Policy[];
+  readonly #prices: PriceTable;
   readonly #worker: Worker | undefined;
   readonly #listeners = new Set<Listener>();
   readonly #waiters = new Map<string, Set<(terminal?: RunRecord) => void>>();
@@ -192,6 +207,9 @@ export class Runtime {
         `maxPayloadBytes must be a whole number of bytes, at least 1 (got ${String(options.maxPayloadBytes)})`,
       );
     }
+    this.#policies = Object.freeze([...(options.policies ?? [])]);
+    validatePolicies(this.#policies);
+    this.#prices = priceTable(options.prices);
     this.backend = options.backend ?? new InMemoryBackend();
     this.clock = options.clock ?? systemClock;
     for (const item of options.agents) {
@@ -228,6 +246,9 @@ export class Runtime {
               domainRetry: options.domainRetry,
               modelRetry: options.modelRetry,
               logger: this.#logger,
+              policies: this.#policies,
+              prices: this.#prices,
+              agentBudget: (agent) => this.#agents.get(agent)?.budget,
             });
           },
           versions: (run) => this.#versions(run.agent),
@@ -684,7 +705,11 @@ export class Runtime {
   }
 
   #versions(agentName: string): Versions {
-    return { workflow: this.#agents.get(agentName)?.version ?? "unknown", policy: null, runtime: RUNTIME_VERSION };
+    return {
+      workflow: this.#agents.get(agentName)?.version ?? "unknown",
+      policy: policyVersions(this.#policies),
+      runtime: RUNTIME_VERSION,
+    };
   }
 
   /** Before a run is started or resumed: refused once shutdown has begun. */

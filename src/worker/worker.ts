@@ -1,9 +1,11 @@
 import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
+import { usageOfSteps } from "../core/budget.ts";
 import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { CancelledError, LeaseLostError, RuntimeClosedError, StorageError } from "../core/errors.ts";
 import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
+import { isTerminal } from "../core/run-state.ts";
 import { serializeError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -288,15 +290,23 @@ export class Worker {
       await this.#endCancelled(active, cancellationEvidence.fromJournal(journal));
       return;
     }
+    // Policies are checked on resume: a run that started under other policies goes on under the
+    // ones in force now, and the transition says so.
+    const policies = this.#deps.versions(claimedRun).policy;
+    const changed =
+      claimedRun.state !== "PENDING" && agent && claimedRun.versions.policy !== policies
+        ? `; policies changed since the run started (${claimedRun.versions.policy ?? "none"} -> ${policies ?? "none"}), the ones in force now apply to its next calls`
+        : "";
     const started = await this.#transition(claimedRun, {
       to: "RUNNING",
       actor,
-      reason:
+      reason: `${
         claimedRun.state === "PENDING"
           ? `claimed by worker ${this.id}`
           : claimedRun.state === "RECONCILING"
             ? `reconciled; resumed from checkpoint by worker ${this.id}`
-            : `resumed from checkpoint by worker ${this.id}`,
+            : `resumed from checkpoint by worker ${this.id}`
+      }${changed}`,
     });
     active.run = started;
     if (!agent) {
@@ -544,6 +554,11 @@ export class Worker {
     change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch" | "pausedReason" | "successor">,
     fence: TransitionRequest["fence"] = { epoch: run.epoch },
   ): Promise<RunRecord> {
+    // A run's usage (children that ended included) is written with the transition that ends it.
+    if (isTerminal(change.to) && change.to !== "INTERRUPTED" && change.patch?.usage === undefined) {
+      const usage = usageOfSteps(await this.#deps.backend.loadSteps(run.id));
+      change = { ...change, patch: { ...change.patch, usage } };
+    }
     const result = await this.#deps.backend.transition({
       runId: run.id,
       from: run.state,
