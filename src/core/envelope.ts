@@ -102,6 +102,8 @@ export class WorkflowEnvelope {
   #settle: ((outcome: EnvelopeOutcome) => void) | undefined;
   #seq = 0;
   #diverged: ReplayDivergenceError | undefined;
+  /** Effect steps executing now: a run does not complete before they settle. */
+  readonly #effectsInFlight = new Set<Promise<unknown>>();
   /** Policies and budget: a refusal ends the run BLOCKED. */
   readonly #governor: Governor;
   #blocked: CairnError | undefined;
@@ -247,6 +249,9 @@ export class WorkflowEnvelope {
       } catch (error) {
         return this.#outcome({ error });
       }
+      // No run completes with an effect whose outcome is open: one the workflow did not await is
+      // waited for (one that ends unknown sends the run to NEEDS_RECONCILIATION instead).
+      while (this.#effectsInFlight.size > 0) await Promise.allSettled([...this.#effectsInFlight]);
       return this.#outcome({ output });
     })();
     let outcome = await Promise.race([finished, stopped, settled]);
@@ -806,7 +811,7 @@ export class WorkflowEnvelope {
       else this.#waitSteps.check();
     };
     try {
-      return await executeStep<R>({
+      const executing = executeStep<R>({
         step,
         host: this.#host,
         writer: this.#writer,
@@ -842,6 +847,13 @@ export class WorkflowEnvelope {
           },
         },
       });
+      if (!spec.effect) return await executing;
+      this.#effectsInFlight.add(executing);
+      try {
+        return await executing;
+      } finally {
+        this.#effectsInFlight.delete(executing);
+      }
     } finally {
       if (!parked) leave();
       if (step.status !== "started") this.#governor.settled(step);
