@@ -140,8 +140,18 @@ export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts
 export type { ModelProvider } from "./llm/model-provider.ts";
 export { ScriptedModel, type ScriptedModelOptions, type ScriptedReply } from "./llm/scripted-model.ts";
 export { type Clock, systemClock } from "./runtime/clock.ts";
+export type { VerdictOptions } from "./runtime/contract-operations.ts";
+export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export { consoleLogger, type Logger, silentLogger } from "./runtime/logger.ts";
+export {
+  buildRunContract,
+  type ContractState,
+  contractState,
+  RUN_CONTRACT_VERSION,
+  type RunContract,
+  type RunContractInput,
+} from "./runtime/run-contract.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";

@@ -2,10 +2,14 @@ import { parseArgs } from "node:util";
 import { CairnError } from "../core/errors.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import type { Command } from "./command.ts";
+import { acceptCommand, rejectCommand } from "./commands/accept.ts";
 import { answerCommand } from "./commands/answer.ts";
 import { approveCommand, denyCommand } from "./commands/approve.ts";
 import { cancelCommand } from "./commands/cancel.ts";
+import { costCommand } from "./commands/cost.ts";
+import { exportCommand } from "./commands/export.ts";
 import { migrateCommand } from "./commands/migrate.ts";
+import { reconcileCommand } from "./commands/reconcile.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
@@ -20,12 +24,17 @@ export const COMMANDS: readonly Command[] = [
   runCommand,
   runsCommand,
   showCommand,
+  exportCommand,
   resumeCommand,
   signalCommand,
   answerCommand,
   approveCommand,
   denyCommand,
   cancelCommand,
+  reconcileCommand,
+  acceptCommand,
+  rejectCommand,
+  costCommand,
   workerCommand,
   migrateCommand,
 ];
@@ -131,6 +140,8 @@ function usage(): string[] {
     `  cairn run examples/report-builder.ts report_builder build --input '{"quarter":"2026-Q3"}'`,
     "  cairn runs --state PAUSED     what each paused run waits for: a question, an approval, a signal, …",
     "  cairn show <runId>            its waits, with the `cairn answer` / `cairn approve` command lines to copy",
+    "  cairn export <runId> --yaml   the run's contract: transitions, effects, approvals, acceptance, usage",
+    "  cairn cost                    cost per accepted job: the cost of all runs / runs accepted (`cairn accept`)",
   ];
 }
 
