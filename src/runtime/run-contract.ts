@@ -453,7 +453,7 @@ function retriesOf(steps: readonly StepRecord[], agent: AgentDefinition | undefi
         heartbeatTimeoutMs: null,
         note: agent
           ? `agent "${agent.name}" as loaded has no tool "${tool}"`
-          : "the agent's code was not loaded by the exporting process; export from a process that has it (a runtime with the agent) for the policy",
+          : "the agent's code was not loaded by the exporting process; export from a runtime that has the agent (`cairn export <runId> --module <file>`) for its policy",
       };
     }
     const p = resolveRetryPolicy(definition.retry);
