@@ -140,8 +140,8 @@ function usage(): string[] {
     `  cairn run examples/report-builder.ts report_builder build --input '{"quarter":"2026-Q3"}'`,
     "  cairn runs --state PAUSED     what each paused run waits for: a question, an approval, a signal, …",
     "  cairn show <runId>            its waits, with the `cairn answer` / `cairn approve` command lines to copy",
-    "  cairn export <runId> --yaml   the run's contract: transitions, effects, approvals, acceptance, usage",
-    "  cairn cost                    cost per accepted job: the cost of all runs / runs accepted (`cairn accept`)",
+    "  cairn export <runId> --yaml   the run's contract: transitions, effects, approvals, usage",
+    "  cairn cost                    cost per accepted job: all runs' cost / the runs `cairn accept`ed",
   ];
 }
 

@@ -14,7 +14,7 @@ function verdictCommand(verb: "accept" | "reject"): Command {
     summary:
       verb === "accept"
         ? "accept the outcome of a COMPLETED run (counts toward the cost per accepted job)"
-        : "reject the outcome of a COMPLETED run (it still counts in the cost, as an unaccepted job)",
+        : "reject the outcome of a COMPLETED run (its cost still counts, for no accepted job)",
     usage: `cairn ${verb} <runId> [--by <who>] [--note <text>] [--db <path> | --database-url <url> [--schema <name>]]`,
     details: [
       `--by    who ${verb}s (default: local)`,

@@ -7,7 +7,7 @@ import { loadAgentModule } from "../load-module.ts";
 /** `cairn export`: prints a run's contract (`runtime.exportRun`) as JSON or YAML. */
 export const exportCommand: Command = {
   name: "export",
-  summary: "print a run's contract: job, transitions, checkpoint, effects, approvals, acceptance, cost",
+  summary: "print a run's contract: its job, transitions, effects, approvals, acceptance, usage",
   usage: "cairn export <runId> [--yaml] [--module <path>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "--yaml     YAML instead of JSON",

@@ -12,7 +12,7 @@ export const reconcileCommand: Command = {
   usage:
     "cairn reconcile <runId> <effectId> --outcome applied|not_applied [--result <json>] [--receipt <json>] [--by <who>] [--note <text>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
-    "<effectId>  the effect's id (e3, …): `cairn export <runId>` lists the run's effects and what is unresolved",
+    "<effectId>  the effect's id (e3, …), listed by `cairn export <runId>` under effects and unresolved",
     "--outcome   applied: it happened (the tool is not run again); not_applied: it did not (it runs",
     "            again under its retry policy, with the same idempotency key). Required.",
     "--result    applied only: the tool's result as the workflow should see it, as JSON (default null)",
