@@ -7,6 +7,7 @@ import type { StepRecord } from "../src/core/records.ts";
 import type { RunContract } from "../src/runtime/run-contract.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { cairn } from "./helpers/cli.ts";
+import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 
 /**
  * `cairn export`, `accept`, `reject`, `cost` and `reconcile`, run as a user runs them: real
@@ -15,6 +16,8 @@ import { cairn } from "./helpers/cli.ts";
 const dir = mkdtempSync(join(tmpdir(), "cairn-cli-governance-"));
 const db = join(dir, "runs.db");
 const example = "examples/report-builder.ts";
+/** Each `cairn` process takes a second or more (tsx compiles on start): room for a slow machine. */
+const LONG = { timeout: 120_000 };
 
 function runIdOf(stdout: string): string {
   const id = /^run (run_\w+)/m.exec(stdout)?.[1];
@@ -45,7 +48,7 @@ async function exported(runId: string, ...more: string[]): Promise<RunContract> 
 
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-describe("cairn export", () => {
+describe("cairn export", LONG, () => {
   let runId = "";
   beforeAll(async () => {
     runId = await completedRun("2026-Q3");
@@ -146,7 +149,7 @@ describe("cairn export", () => {
   });
 });
 
-describe("cairn accept and reject", () => {
+describe("cairn accept and reject", LONG, () => {
   it("accepts a completed run once; a second verdict is refused with ALREADY_DECIDED", async () => {
     const runId = await completedRun("2026-Q1");
     const accepted = await cairn(["accept", runId, "--by", "ann", "--note", "figures checked", "--db", db]);
@@ -207,7 +210,7 @@ describe("cairn accept and reject", () => {
   });
 });
 
-describe("cairn cost", () => {
+describe("cairn cost", LONG, () => {
   const costDb = join(dir, "cost.db");
   const ids: Record<string, string> = {};
 
@@ -332,7 +335,7 @@ describe("cairn cost", () => {
   });
 });
 
-describe("cairn reconcile: bad input", () => {
+describe("cairn reconcile: bad input", LONG, () => {
   it("needs --outcome, names it and how to give it", async () => {
     const r = await cairn(["reconcile", "run_x", "e1", "--db", db]);
     expect(r.code).toBe(2);
@@ -363,7 +366,7 @@ describe("cairn reconcile: bad input", () => {
   });
 });
 
-describe("cairn reconcile", () => {
+describe("cairn reconcile", LONG, () => {
   it("settles an effect of unknown outcome as applied; the resumed run completes without running it again", async () => {
     const started = await cairn([
       "run",
@@ -426,5 +429,47 @@ describe("cairn reconcile", () => {
     const again = await cairn(["reconcile", runId, "e1", "--outcome", "not_applied", "--db", db]);
     expect(again.code).toBe(1);
     expect(again.stderr).toMatch(/^error: \[EFFECT_NOT_FOUND\] effect e1 of run \S+ is applied/);
+  });
+});
+
+describe("on PostgreSQL (--database-url)", LONG, () => {
+  let pg: TestDatabase | undefined;
+  afterAll(async () => {
+    await pg?.close();
+  });
+
+  it("exports, accepts and costs runs the same way", async () => {
+    pg = await startTestDatabase();
+    const url = pg.url;
+    const started = await cairn([
+      "run",
+      example,
+      "report_builder",
+      "build",
+      "--input",
+      '{"quarter":"2026-Q4"}',
+      "--database-url",
+      url,
+    ]);
+    expect(started.code, started.stderr).toBe(0);
+    const runId = runIdOf(started.stdout);
+    const accepted = await cairn(["accept", runId, "--by", "ann", "--database-url", url]);
+    expect(accepted.code, accepted.stderr).toBe(0);
+    const again = await cairn(["reject", runId, "--database-url", url]);
+    expect(again.code).toBe(1);
+    expect(again.stderr).toContain("[ALREADY_DECIDED]");
+
+    const r = await cairn(["export", runId, "--yaml", "--database-url", url]);
+    expect(r.code, r.stderr).toBe(0);
+    const contract = parseYaml(r.stdout) as RunContract;
+    expect(contract.checkpoint.store).toEqual({ backend: "postgres", location: "schema cairn" });
+    expect(contract.run.transitions.map((t) => t.to)).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
+    expect(contract.completion.acceptance).toMatchObject({ decision: "accepted", by: { id: "ann" } });
+    // The password of the URL is never part of the export.
+    expect(r.stdout).not.toContain(new URL(url).password || "\u0000");
+
+    const cost = await cairn(["cost", "--database-url", url]);
+    expect(cost.code, cost.stderr).toBe(0);
+    expect(cost.stdout).toContain("cost per accepted job = $0.0000 total / 1 accepted = $0.0000");
   });
 });
