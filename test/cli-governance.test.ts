@@ -411,6 +411,9 @@ describe("cairn reconcile", LONG, () => {
     const resumed = await cairn(["resume", runId, "--db", db]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(resumed.stdout).toContain('"transferId": "T-9"');
+    // A reconciled run waits for a worker's claim: no lost worker is reported.
+    expect(resumed.stdout).not.toContain("INTERRUPTED");
+    expect(resumed.stdout).toMatch(/RECONCILING → RUNNING/);
 
     const after = await exported(runId);
     expect(after.run.state).toBe("COMPLETED");

@@ -428,6 +428,11 @@ export class Runtime {
     if (underWay && (run.leaseOwner === null || run.leaseOwner === this.workerId)) {
       return new RunHandle(this, runId, false);
     }
+    // Reconciled or cancelled while no worker held it: it waits for the next claim, not a takeover.
+    if ((run.state === "RECONCILING" || run.state === "CANCELLING") && run.leaseOwner === null) {
+      this.#worker?.poke();
+      return new RunHandle(this, runId, false);
+    }
     if (OWNED_STATES.has(run.state)) {
       const now = Date.now();
       const lapsed = run.leaseExpiresAt === null || run.leaseExpiresAt <= now;
