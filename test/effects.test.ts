@@ -172,8 +172,8 @@ forEachBackend((under) => {
       expect(run.error?.code).toBe("TOOL_FAILED");
       expect(w.calls).toHaveLength(1);
       const { effect } = effectOf((await rt.history(handle.id)).steps);
-      expect(effect.status).toBe("intended");
-      expect(effect.settledBy).toBeUndefined();
+      expect(effect.status).toBe("not_applied");
+      expect(effect.settledBy).toBe("attempt");
     });
 
     it("settles an error of unknown outcome with the status query: applied → the receipt, and no second run", async () => {

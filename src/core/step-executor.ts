@@ -187,7 +187,10 @@ export async function executeStep<R>(options: {
       if (stop.aborted) throw stop.reason;
       record.endedAt = host.now();
       record.error = serializeError(error);
-      if (effect && !saysNotApplied(error)) {
+      if (step.effect && saysNotApplied(error)) {
+        // The tool says the effect did not happen: recorded, so nothing settles it again.
+        step.effect = { ...step.effect, status: "not_applied", settledBy: "attempt", settledAt: record.endedAt };
+      } else if (effect && !saysNotApplied(error)) {
         // The attempt may have applied the effect: settle that before retrying or failing.
         writer.later(step, false);
         const settled = await settle(effect, step, stop, limits.label, host);

@@ -108,7 +108,30 @@ function printRun(io: Io, run: RunRecord): void {
   field("lease", leaseLabel(run, now));
   field("created", `${dateTime(run.createdAt)} (${age(run.createdAt, now)})`);
   field("updated", `${dateTime(run.updatedAt)} (${age(run.updatedAt, now)})`);
-  field("versions", `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}`);
+  field(
+    "versions",
+    `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}${run.versions.policy ? `, policies ${run.versions.policy}` : ""}`,
+  );
+  const budget = run.meta.budget;
+  if (budget && typeof budget === "object" && !Array.isArray(budget)) {
+    field(
+      "budget",
+      Object.entries(budget)
+        .map(([k, v]) => `${k} ${String(v)}`)
+        .join(", "),
+    );
+  }
+  if (run.usage) {
+    const u = run.usage;
+    field(
+      "usage",
+      `${u.modelCalls > 0 ? `${u.inputTokens + u.outputTokens} tokens (${u.inputTokens} in, ${u.outputTokens} out), $${u.costUsd.toFixed(6)}, ${u.modelCalls} model calls, ` : ""}${u.toolCalls} tool calls, ${u.steps} steps`,
+    );
+  }
+  if (run.acceptance) {
+    const a = run.acceptance;
+    field("verdict", `${a.decision} by ${actorLabel(a.by)} at ${dateTime(a.at)}${a.note ? `: ${a.note}` : ""}`);
+  }
   const module = run.meta.module;
   if (typeof module === "string") field("module", module);
   if (run.parentRunId)
@@ -147,7 +170,9 @@ function printSteps(io: Io, steps: StepRecord[]): void {
     const last = step.attempts.at(-1);
     const lastStart = last?.startedAt ?? step.startedAt;
     const lastEnd = last ? last.endedAt : step.endedAt;
-    const usage = step.usage ? `${step.usage.inputTokens} in, ${step.usage.outputTokens} out` : "";
+    const usage = step.usage
+      ? `${step.usage.inputTokens} in, ${step.usage.outputTokens} out${step.usage.costUsd ? `, $${step.usage.costUsd.toFixed(6)}` : ""}`
+      : "";
     rows.push([
       String(step.seq),
       step.kind,
@@ -164,6 +189,7 @@ function printSteps(io: Io, steps: StepRecord[]): void {
         lines.push(`attempt ${attempt.attempt} (${clock(attempt.startedAt)}): ${errorLabel(attempt.error)}`);
     }
     if (step.error) lines.push(`error: ${errorLabel(step.error)}`);
+    if (step.effect) lines.push(effectLabel(step));
     if (lines.length) notes.set(rows.length - 1, lines);
   }
   const [header = [], ...blocks] = tableBlocks(
@@ -177,4 +203,22 @@ function printSteps(io: Io, steps: StepRecord[]): void {
       for (const [j, part] of wrap(note, WIDTH - 9).entries()) io.out(`${j === 0 ? "       ↳ " : "         "}${part}`);
     }
   });
+}
+
+/** One line on an effect step: its id, status, key and receipt, or what to do when it is unknown. */
+function effectLabel(step: StepRecord): string {
+  const e = step.effect;
+  if (!e) return "";
+  const undoes = e.compensates !== undefined ? `, undoes step ${e.compensates}` : "";
+  const head = `effect ${e.id} ${e.status}${undoes} · key ${e.idempotencyKey}`;
+  if (e.status === "unknown") {
+    return `${head} · outcome unknown: ${e.unknown ?? ""} → cairn reconcile ${step.runId} ${e.id} --outcome applied|not_applied`;
+  }
+  const by =
+    e.settledBy === "reconcile" && e.reconciliation
+      ? ` (reconciled by ${actorLabel(e.reconciliation.by)})`
+      : e.settledBy === "status"
+        ? " (by its status query)"
+        : "";
+  return `${head}${e.receipt !== undefined ? ` · receipt ${JSON.stringify(e.receipt)}` : ""}${by}`;
 }
