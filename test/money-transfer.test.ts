@@ -356,11 +356,8 @@ describe("without a crash: faults between Cairn and the bank", () => {
     expect(b.store.total()).toBe(TOTAL);
   });
 
-  // EffectRecord says `not_applied` is "it definitely did not happen (the tool said so, …)", but
-  // the engine (2bcc413) leaves a step whose tool threw EffectRefusedError (or ran out of attempts on
-  // EffectNotAppliedError) at `intended`, as if its outcome were still open. Reported; drop `.fails`
-  // once the engine records it.
-  it.fails("a refused effect is recorded not_applied (the engine leaves it intended)", async () => {
+  // A tool that says its effect did not happen (EffectRefusedError) leaves it recorded not_applied.
+  it("a refused effect is recorded not_applied", async () => {
     const dir = mkdtempSync(join(root, "refused-status-"));
     const b = await bank(dir);
     const { run, steps } = await runOnce(dir, b, { ...INPUT, amount: 1_000_000 });

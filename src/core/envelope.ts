@@ -176,9 +176,12 @@ export class WorkflowEnvelope {
     }));
   }
 
-  /** What the run used so far (its journal and this execution), children that ended included. */
-  usage(): RunUsage {
-    return this.#governor.usage();
+  /**
+   * What the run used (its journal and this execution), or undefined when that is not known here:
+   * a run with children gets their usage when they end, so its total is read from its journal.
+   */
+  usage(): RunUsage | undefined {
+    return this.#governor.exact ? this.#governor.usage() : undefined;
   }
 
   /**

@@ -15,6 +15,7 @@ export class Governor {
   readonly #prices: PriceTable;
   readonly #meter: BudgetMeter;
   readonly #journal: ReadonlyMap<number, StepRecord>;
+  #children: boolean;
 
   constructor(options: {
     run: RunRecord;
@@ -26,6 +27,7 @@ export class Governor {
     this.#policies = options.policies;
     this.#prices = options.prices;
     this.#journal = new Map(options.journal.map((s) => [s.seq, s]));
+    this.#children = options.journal.some((s) => s.kind === "child");
     const budget = options.run.meta.budget;
     this.#meter = new BudgetMeter(
       budget && typeof budget === "object" ? validateBudget(budget, `the budget of run ${options.run.id}`) : {},
@@ -88,7 +90,16 @@ export class Governor {
 
   /** Counts a step that starts now (not one the journal holds already). */
   started(kind: StepKind): void {
+    if (kind === "child") this.#children = true;
     this.#meter.add({ steps: 1, toolCalls: kind === "tool" ? 1 : 0 });
+  }
+
+  /**
+   * Whether {@link usage} is the run's whole usage: it is unless the run spawned children, whose
+   * usage reaches it when they end (and is then read from the journal).
+   */
+  get exact(): boolean {
+    return !this.#children;
   }
 
   /** Settles what a finished step used (its model usage). */

@@ -556,7 +556,8 @@ export class Worker {
   ): Promise<RunRecord> {
     // A run's usage (children that ended included) is written with the transition that ends it.
     if (isTerminal(change.to) && change.to !== "INTERRUPTED" && change.patch?.usage === undefined) {
-      const usage = usageOfSteps(await this.#deps.backend.loadSteps(run.id));
+      const known = this.#active.get(run.id)?.envelope?.usage();
+      const usage = known ?? usageOfSteps(await this.#deps.backend.loadSteps(run.id));
       change = { ...change, patch: { ...change.patch, usage } };
     }
     const result = await this.#deps.backend.transition({
