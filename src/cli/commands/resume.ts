@@ -146,13 +146,27 @@ function printReuse(io: Io, steps: StepRecord[], resumedAt: number): void {
   const shown = steps.filter((s) => s.kind !== "value");
   const restored = shown.filter((s) => s.status === "completed" && s.endedAt !== null && s.endedAt < resumedAt);
   // Steps started (or attempted) after the resume; a wait still open since before it did not run.
+  // An effect whose open outcome was settled after the resume (by its status query or an
+  // operator) did not run again.
+  const settled = shown.filter(
+    (s) =>
+      !restored.includes(s) &&
+      (s.effect?.settledBy === "status" || s.effect?.settledBy === "reconcile") &&
+      !s.attempts.some((a) => a.startedAt >= resumedAt),
+  );
   const ran = shown.filter(
     (s) =>
       !restored.includes(s) &&
+      !settled.includes(s) &&
       (s.startedAt >= resumedAt || (s.endedAt ?? 0) >= resumedAt || s.attempts.some((a) => a.startedAt >= resumedAt)),
   );
   const names = (list: StepRecord[]) => list.map((s) => `${s.name} (#${s.seq})`).join(", ") || "none";
   io.out();
   io.out(`restored from checkpoints, not run again: ${names(restored)}`);
+  if (settled.length > 0) {
+    io.out(
+      `settled, not run again:                   ${settled.map((s) => `${s.name} (#${s.seq}, by ${s.effect?.settledBy === "status" ? "its status query" : "an operator"})`).join(", ")}`,
+    );
+  }
   io.out(`run after the resume:                     ${names(ran)}`);
 }
