@@ -373,7 +373,7 @@ forEachBackend((under) => {
       expect(llmStep).toMatchObject({ kind: "llm", name: "default", status: "completed" });
       expect(llmStep?.result).toMatchObject({ model: "scripted" });
       // "Summarize revenue 12 for Q3" is 5 words in, "Revenue was twelve." 3 words out.
-      expect(llmStep?.usage).toEqual({ inputTokens: 5, outputTokens: 3, modelCalls: 1 });
+      expect(llmStep?.usage).toEqual({ inputTokens: 5, outputTokens: 3, modelCalls: 1, costUsd: 0 });
     });
   });
 
@@ -1200,9 +1200,9 @@ forEachBackend((under) => {
       expect(model.calls).toBe(2);
       const [llm, tool] = (await rt.history(handle.id)).steps;
       expect(llm).toMatchObject({ kind: "llm", name: "default" });
-      expect(llm?.usage).toEqual({ inputTokens: 2, outputTokens: 3, modelCalls: 1 });
+      expect(llm?.usage).toEqual({ inputTokens: 2, outputTokens: 3, modelCalls: 1, costUsd: 0 });
       expect(tool).toMatchObject({ kind: "tool", name: "ask" });
-      expect(tool?.usage).toEqual({ inputTokens: 4, outputTokens: 2, modelCalls: 1 });
+      expect(tool?.usage).toEqual({ inputTokens: 4, outputTokens: 2, modelCalls: 1, costUsd: 0 });
     });
 
     it("fails a model call with no model registered, naming how to register one", async () => {

@@ -1,5 +1,6 @@
 import type { GenerateRequest, LlmClient, ModelResponse, ToolContext } from "./context.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
+import { costOf } from "./prices.ts";
 import type { Json, RunRecord } from "./records.ts";
 import type { StepExecution } from "./step-executor.ts";
 
@@ -72,7 +73,7 @@ export class ToolAttemptContext implements ToolContext {
 
   async #callModel(request: GenerateRequest): Promise<ModelResponse> {
     const response = await this.#host.model(request.model).generate(request, { signal: this.signal });
-    this.#attempt.addUsage(response.usage);
+    this.#attempt.addUsage({ ...response.usage, costUsd: costOf(this.#host.prices, response.model, response.usage) });
     return response;
   }
 }

@@ -35,6 +35,25 @@ export function describeSteps(use: UseBackend): void {
       expect(b?.args).toBeNull();
     });
 
+    it("writes of several runs at once each stand or fall by their own fence", async () => {
+      const runs = await Promise.all([1, 2, 3, 4].map(() => runningRun(use())));
+      const stale = runs[2] as RunRecord;
+      const results = await Promise.allSettled(
+        runs.map((run) =>
+          use().saveSteps([{ ...fullStep(run.id, 1, run.epoch), name: `of ${run.id}` }], {
+            epoch: run === stale ? run.epoch - 1 : run.epoch,
+            sync: run !== runs[0],
+          }),
+        ),
+      );
+      expect(results.map((r) => r.status)).toEqual(["fulfilled", "fulfilled", "rejected", "fulfilled"]);
+      expect((results[2] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+      for (const run of runs) {
+        const steps = await use().loadSteps(run.id);
+        expect(steps.map((s) => s.name)).toEqual(run === stale ? [] : [`of ${run.id}`]);
+      }
+    });
+
     it("stamps the step with the writer's epoch", async () => {
       const run = await runningRun(use());
       await use().saveSteps([{ ...fullStep(run.id, 1, 0) }], { epoch: run.epoch, sync: true });

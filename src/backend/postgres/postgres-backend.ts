@@ -29,6 +29,7 @@ import { describeTarget, isConnectionError, type PostgresTarget, toStorageError 
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
+  batchStepColumns,
   inlineLimit,
   type RunRow,
   rowToRun,
@@ -40,13 +41,13 @@ import {
   type SignalRow,
   type StepRow,
   stepBlobDigests,
-  stepColumns,
   type TransitionRow,
   TYPES,
   transitionParams,
   type WaitRow,
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
+import { StepBatcher } from "./postgres-step-batch.ts";
 import {
   deliverSignalIn,
   fireDueIn,
@@ -171,6 +172,8 @@ export class PostgresBackend implements RuntimeBackend {
   /** Connections whose transaction could not be rolled back: closed, never reused. */
   readonly #doomed = new WeakSet<pg.PoolClient>();
   #pool: pg.Pool | undefined;
+  /** Step writes of all runs, batched into shared commits. */
+  #batcher: StepBatcher | undefined;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -458,29 +461,39 @@ export class PostgresBackend implements RuntimeBackend {
   }
 
   async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
-    const pool = this.#ready();
+    this.#ready();
     const first = steps[0];
     if (!first) return;
     if (steps.some((step) => step.runId !== first.runId)) {
       throw new InvalidInputError("saveSteps takes the steps of one run");
     }
-    const commitLevel = options.sync && this.durability === "machine" ? null : "off";
-    return this.#call("saveSteps", async () => {
-      const written = await this.#query(pool, this.#s.saveSteps, [
-        first.runId,
-        options.epoch,
-        commitLevel,
-        ...stepColumns(steps, this.inlineLimitBytes),
-      ]);
-      if (written.length > 0) return;
+    this.#batcher ??= new StepBatcher({
+      write: (batch) =>
+        this.#call("saveSteps", async () => {
+          const pool = this.#ready();
+          const level = batch.some((w) => w.sync) && this.durability === "machine" ? null : "off";
+          const written = await this.#query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
+            batch.map((w) => w.runId),
+            batch.map((w) => w.epoch),
+            level,
+            ...batchStepColumns(batch, this.inlineLimitBytes),
+          ]);
+          return new Set(written.map((row) => row.run_id));
+        }),
       // The fence refused the write, which therefore changed nothing; the epoch read now only
       // words the error.
-      const [run] = await this.#query<{ epoch: number }>(pool, this.#s.getEpoch, [first.runId]);
-      if (!run) throw new LeaseLostError(`run ${first.runId} does not exist; step ${first.seq} not saved`);
-      throw new LeaseLostError(
-        `run ${first.runId}: step ${first.seq} under lease epoch ${options.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
-      );
+      refused: (write) =>
+        this.#call("saveSteps", async () => {
+          const pool = this.#ready();
+          const seq = write.steps[0]?.seq;
+          const [run] = await this.#query<{ epoch: number }>(pool, this.#s.getEpoch, [write.runId]);
+          if (!run) return new LeaseLostError(`run ${write.runId} does not exist; step ${seq} not saved`);
+          return new LeaseLostError(
+            `run ${write.runId}: step ${seq} under lease epoch ${write.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
+          );
+        }),
     });
+    return this.#batcher.save({ runId: first.runId, epoch: options.epoch, steps, sync: options.sync });
   }
 
   async loadSteps(runId: string): Promise<StepRecord[]> {

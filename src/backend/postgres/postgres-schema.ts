@@ -97,3 +97,31 @@ export function stepColumns(steps: readonly StepRecord[], inlineLimitBytes: numb
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
+
+/**
+ * The parameters of the batched step upsert after its first three: like {@link stepColumns}, for
+ * the steps of several runs, with the run id of each step as a first column.
+ */
+export function batchStepColumns(
+  requests: ReadonlyArray<{ steps: readonly StepRecord[] }>,
+  inlineLimitBytes: number,
+): unknown[][] {
+  const byKey = new Map<string, StepRecord>();
+  for (const request of requests) for (const step of request.steps) byKey.set(`${step.runId}\u0000${step.seq}`, step);
+  const blobs = new Map<string, BlobRow>();
+  const runIds: string[] = [];
+  const rows = [...byKey.values()].map((step) => {
+    const encoded = encodeStep(step, inlineLimitBytes);
+    for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
+    runIds.push(step.runId);
+    return encoded.values;
+  });
+  const blobList = [...blobs.values()];
+  return [
+    runIds,
+    ...columnArrays(rows, STEP_VALUE_COLUMNS.length),
+    blobList.map((b) => b.digest),
+    blobList.map((b) => b.text),
+    blobList.map((b) => b.bytes),
+  ];
+}

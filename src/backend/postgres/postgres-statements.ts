@@ -256,6 +256,13 @@ export interface Statements {
    */
   saveSteps: Sql;
   /**
+   * `saveSteps` for several runs in one statement (group commit across runs): $1/$2 the runs and
+   * the epochs their writers hold, $3 the commit level, $4 each step's run, $5–$18 the step
+   * columns, $19–$21 the blobs. Only the steps of runs whose epoch matches are written; the run ids
+   * that come back are those written.
+   */
+  saveStepBatch: Sql;
+  /**
    * Sets a COMPLETED run's acceptance ($2) when it has none ($1 the run): the rule of
    * `applyAcceptance`, which words the refusal when no row comes back.
    */
@@ -396,6 +403,33 @@ export function statements(schema: string): Statements {
          attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
          started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
        RETURNING seq`,
+    ),
+    saveStepBatch: sql(
+      `WITH fence AS (
+         SELECT runs.id, runs.epoch,
+           set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true) AS level
+         FROM ${s}.runs JOIN unnest($1::text[], $2::integer[]) AS r (run_id, epoch) ON runs.id = r.run_id AND runs.epoch = r.epoch
+         FOR SHARE OF runs
+       ), new_blobs AS (
+         INSERT INTO ${s}.blobs (digest, text, bytes)
+         SELECT b.digest, b.text, b.bytes
+         FROM unnest($19::text[], $20::text[], $21::bigint[]) AS b (digest, text, bytes)
+         WHERE EXISTS (SELECT 1 FROM fence)
+         ON CONFLICT (digest) DO NOTHING
+       )
+       INSERT INTO ${s}.steps (${STEP_COLUMNS})
+       SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
+         x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, fence.epoch, x.effect::json
+       FROM unnest($4::text[], $5::integer[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
+         $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::bigint[], $18::text[])
+         AS x (run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage, started_at,
+           ended_at, effect)
+       JOIN fence ON fence.id = x.run_id
+       ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
+         args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
+         attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
+         started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
+       RETURNING run_id`,
     ),
     acceptRun: sql(
       `UPDATE ${s}.runs SET acceptance = $2::json
