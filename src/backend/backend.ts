@@ -48,6 +48,12 @@ export interface RuntimeBackend {
    */
   claimRun(request: ClaimRequest): Promise<RunRecord | undefined>;
   /**
+   * Optional: claims up to `limit` runnable runs at once, oldest first, under the same rules as
+   * `claimRun` (without `runId`), in one transaction. Two concurrent claims never get the same run.
+   * A worker uses it, when a backend has it, to fill its free slots in one round trip.
+   */
+  claimRuns?(request: Omit<ClaimRequest, "runId"> & { limit: number }): Promise<RunRecord[]>;
+  /**
    * Extends the leases a worker holds. Returns the ids whose lease was lost (epoch moved on or
    * owner changed); the worker must drop those runs.
    */

@@ -63,6 +63,8 @@ export function ownRunsOnly(backend: RuntimeBackend, runIds: readonly string[]):
       }
       return undefined;
     },
+    // Batch claims take any runnable run: this worker claims its own runs one by one instead.
+    claimRuns: undefined as unknown as RuntimeBackend["claimRuns"] & {},
     listExpiredLeases: async (now, limit) => mine(await backend.listExpiredLeases(now, limit)),
     listRecoverable: async (maxRecoveries, limit) => mine(await backend.listRecoverable(maxRecoveries, limit)),
   };

@@ -241,6 +241,19 @@ export class Worker {
   }
 
   async #claimLoop(): Promise<void> {
+    const claimRuns = this.#deps.backend.claimRuns?.bind(this.#deps.backend);
+    // A backend that claims in batches fills every free slot in one round trip.
+    while (claimRuns && !this.#stopped && this.#active.size < this.#opts.concurrency) {
+      const runs = await claimRuns({
+        workerId: this.id,
+        now: Date.now(),
+        leaseMs: this.#opts.leaseMs,
+        agents: this.#deps.agentNames,
+        limit: this.#opts.concurrency - this.#active.size,
+      });
+      for (const run of runs) this.#drive(run);
+      if (runs.length === 0) return;
+    }
     while (!this.#stopped && this.#active.size < this.#opts.concurrency) {
       const run = await this.#deps.backend.claimRun({
         workerId: this.id,

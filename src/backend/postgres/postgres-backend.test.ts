@@ -296,6 +296,39 @@ describe("PostgresBackend", () => {
     for (const run of stored ?? []) expect(run.leaseOwner).toBe(owners.get(run.id));
   });
 
+  it("claims in batches: oldest first, each of 100 runs to exactly one of 4 pools claiming 7 at a time", async () => {
+    const schema = db.schema();
+    const pools = [await open({ schema, max: 3 })];
+    for (let i = 1; i < 4; i++) pools.push(await open({ schema, max: 3 }));
+    const ids: string[] = [];
+    for (let i = 0; i < 100; i++) ids.push((await pools[0]?.createRun(runInput({ at: T0 + i })))?.run.id ?? "");
+    const first =
+      (await pools[0]?.claimRuns({ workerId: "first", now: T0 + 1_000, leaseMs: LEASE_MS, limit: 3 })) ?? [];
+    expect(first.map((r) => r.id)).toEqual(ids.slice(0, 3));
+    expect(first.map((r) => [r.leaseOwner, r.epoch, r.leaseExpiresAt])).toEqual(
+      Array(3).fill(["first", 1, T0 + 1_000 + LEASE_MS]),
+    );
+    const got = await Promise.all(
+      pools.map(async (backend, p) => {
+        const mine: RunRecord[] = [];
+        for (;;) {
+          const runs = await backend.claimRuns({ workerId: `p${p}`, now: T0 + 1_000, leaseMs: LEASE_MS, limit: 7 });
+          if (runs.length === 0) return mine;
+          expect(runs.length).toBeLessThanOrEqual(7);
+          mine.push(...runs);
+        }
+      }),
+    );
+    const all = [...first, ...got.flat()];
+    expect(all).toHaveLength(100);
+    expect(new Set(all.map((r) => r.id))).toEqual(new Set(ids));
+    const stored = await pools[0]?.listRuns({ limit: 200 });
+    const owners = new Map(all.map((r) => [r.id, r.leaseOwner]));
+    for (const run of stored ?? []) expect(run.leaseOwner).toBe(owners.get(run.id));
+    // A run someone holds under a live lease is not claimed again.
+    expect(await pools[1]?.claimRuns({ workerId: "late", now: T0 + 2_000, leaseMs: LEASE_MS, limit: 10 })).toEqual([]);
+  });
+
   it("refuses every write of a pool whose run another pool claimed after the lease lapsed", async () => {
     const a = await open();
     const b = await open({ schema: a.schema });

@@ -320,6 +320,22 @@ export class PostgresBackend implements RuntimeBackend {
     });
   }
 
+  async claimRuns(request: Omit<ClaimRequest, "runId"> & { limit: number }): Promise<RunRecord[]> {
+    const pool = this.#ready();
+    if (!(request.limit >= 1)) return [];
+    // One statement: pick the oldest runnable runs other claimers are not locking, and lease them.
+    return this.#call("claimRuns", async () => {
+      const rows = await this.#query<RunRow>(pool, this.#s.claimMany, [
+        request.now,
+        request.agents ?? null,
+        request.limit,
+        request.workerId,
+        request.now + request.leaseMs,
+      ]);
+      return rows.map(rowToRun).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    });
+  }
+
   async renewLeases(request: RenewRequest): Promise<string[]> {
     const pool = this.#ready();
     if (request.runs.length === 0) return [];

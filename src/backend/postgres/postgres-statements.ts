@@ -243,6 +243,8 @@ export interface Statements {
   insertRuns: Sql;
   notify: Sql;
   claimNext: Sql;
+  /** `claimNext` for up to $3 runs, leased to $4 until $5 in the same statement; the runs as leased. */
+  claimMany: Sql;
   setLease: Sql;
   renewLeases: Sql;
   listExpired: Sql;
@@ -344,6 +346,22 @@ export function statements(schema: string): Statements {
        ORDER BY created_at, id
        LIMIT 1
        FOR UPDATE SKIP LOCKED`,
+    ),
+    claimMany: sql(
+      `WITH picked AS (
+         SELECT id FROM ${s}.runs
+         WHERE state IN (${RUNNABLE_LIST})
+           AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1)
+           AND ($2::text[] IS NULL OR agent = ANY ($2::text[]))
+         ORDER BY created_at, id
+         LIMIT $3
+         FOR UPDATE SKIP LOCKED
+       )
+       UPDATE ${s}.runs AS r SET epoch = r.epoch + 1, lease_owner = $4, lease_expires_at = $5, updated_at = $1
+       FROM picked WHERE r.id = picked.id
+       RETURNING ${RUN_COLUMNS.split(",")
+         .map((c) => `r.${c.trim()}`)
+         .join(", ")}`,
     ),
     setLease: sql(
       `UPDATE ${s}.runs SET epoch = $2, lease_owner = $3, lease_expires_at = $4, updated_at = $5 WHERE id = $1`,
