@@ -201,6 +201,9 @@ describe.concurrent("a deposit the bank refuses: the withdrawal is refunded", { 
 
   const checkCompensated = (b: Bank, o: Outcome) => {
     expect(o.state, JSON.stringify(o.error)).toBe("COMPENSATED");
+    // The run keeps the error that made it compensate, after a crash in the compensation too.
+    expect(o.error?.code).toBe("TOOL_FAILED");
+    expect(o.error?.message).toMatch(/account_closed/);
     expect(b.store.applications(KEYS.withdraw)).toBe(1);
     expect(b.store.applications(KEYS.deposit)).toBe(0);
     expect(b.store.applications(KEYS.refund)).toBe(1);

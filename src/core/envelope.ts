@@ -279,7 +279,10 @@ export class WorkflowEnvelope {
     if (this.#blocked) return { kind: "failed", error: serializeError(this.#blocked) };
     if (this.#stop.signal.aborted) return { kind: "stopped", reason: this.#stop.signal.reason };
     // Completed steps the code never reached mean the code changed under the run.
-    const unreached = this.#history.find((s) => s.seq > this.#seq && s.status !== "started");
+    // (A compensation's own steps come after the workflow's: the workflow never calls them.)
+    const unreached = this.#history.find(
+      (s) => s.seq > this.#seq && s.status !== "started" && s.effect?.compensates === undefined,
+    );
     if (unreached) {
       const error = divergenceError({
         runId: this.#run.id,
