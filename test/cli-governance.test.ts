@@ -385,6 +385,9 @@ describe("cairn reconcile", LONG, () => {
     expect(before.run.contractState).toBe("needs_reconciliation");
     expect(before.effects.map((e) => [e.id, e.status, e.attempts.count])).toEqual([["e1", "unknown", 1]]);
     expect(before.completion.unresolved).toMatchObject([{ kind: "effect", id: "e1", seq: 1 }]);
+    const listed = await cairn(["runs", "--db", db]);
+    expect(listed.stdout).toContain(`↳ effect e1 (transfer, key ledger/transfer:`);
+    expect(listed.stdout).toContain(`cairn reconcile ${runId} e1 --outcome applied|not_applied`);
 
     const r = await cairn([
       "reconcile",

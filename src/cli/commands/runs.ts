@@ -60,6 +60,15 @@ export const runsCommand: Command = {
         for (const line of block) io.out(line);
         const run = runs[i];
         if (run?.state === "PAUSED") for (const line of await waitingOn(runtime, run, now)) io.out(line);
+        if (run?.state === "NEEDS_RECONCILIATION") {
+          // Which effects nobody could settle, and the command that does.
+          for (const step of await runtime.backend.loadSteps(run.id)) {
+            if (step.effect?.status !== "unknown") continue;
+            io.out(
+              `  ↳ effect ${step.effect.id} (${step.name}, key ${step.effect.idempotencyKey}) outcome unknown: cairn reconcile ${run.id} ${step.effect.id} --outcome applied|not_applied`,
+            );
+          }
+        }
       }
       return 0;
     } finally {
