@@ -5,6 +5,7 @@
  */
 export type {
   AgentDefinition,
+  CompensateMode,
   EffectStatusAnswer,
   EffectStatusContext,
   ToolApproval,
@@ -47,6 +48,7 @@ export type {
 } from "./backend/backend.ts";
 export { InMemoryBackend } from "./backend/memory/memory-backend.ts";
 export { type CairnConfig, defineConfig } from "./cli/config.ts";
+export type { Budget } from "./core/budget.ts";
 export type {
   ApprovalDecision,
   ApprovalRequest,
@@ -103,6 +105,8 @@ export {
   WaitNotFoundError,
   WaitTimeoutError,
 } from "./core/errors.ts";
+export type { Policy, PolicyCall, PolicyDecision } from "./core/policies.ts";
+export { DEFAULT_PRICES, type ModelPrice } from "./core/prices.ts";
 export type {
   AcceptanceRecord,
   Actor,
@@ -153,7 +157,7 @@ export {
   type RunContractInput,
 } from "./runtime/run-contract.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
-export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
+export { type JobSpec, type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
 export type { WorkerOptions } from "./worker/worker.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Policy } from "../src/core/policies.ts";
+import type { Policy } from "../src/index.ts";
 import { defineAgent, defineTool, ScriptedModel } from "../src/index.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 

@@ -1,13 +1,11 @@
 import { randomBytes } from "node:crypto";
-import type { AgentDefinition, CompensateMode, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
+import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
 import type { RunFilter, RuntimeBackend, Wake } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
-import { type Budget, mergeBudgets, validateBudget } from "../core/budget.ts";
 import {
   IllegalTransitionError,
   InvalidDefinitionError,
-  InvalidInputError,
   LeaseLostError,
   RunNotFoundError,
   RunNotResumableError,
@@ -17,15 +15,12 @@ import {
   WaitTimeoutError,
 } from "../core/errors.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
-import { type ModelPrice, type PriceTable, priceTable } from "../core/prices.ts";
-import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
-import type { RetryPolicy } from "../core/retry-policy.ts";
+import { type PriceTable, priceTable } from "../core/prices.ts";
+import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import { isSettled, OWNED_STATES } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
-import type { DomainProvider } from "../domain/domain-provider.ts";
-import type { ModelProvider } from "../llm/model-provider.ts";
-import { Worker, type WorkerOptions } from "../worker/worker.ts";
+import { Worker } from "../worker/worker.ts";
 import { isDeadLocalOwner } from "../worker/worker-id.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import {
@@ -41,6 +36,7 @@ import { consoleLogger, type Logger } from "./logger.ts";
 import type { RunContract } from "./run-contract.ts";
 import { RunHandle } from "./run-handle.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
+import { type RunHistory, type RuntimeOptions, type StartOptions, startMeta } from "./runtime-options.ts";
 import { RUNTIME_VERSION } from "./version.ts";
 import {
   answerQuestion,
@@ -51,119 +47,6 @@ import {
   sendSignal,
   type WaitOperationsHost,
 } from "./wait-operations.ts";
-
-/** Options of {@link Runtime}. */
-export interface RuntimeOptions {
-  /** Agents this runtime can run: `defineAgent` results or `@agent` classes. */
-  agents: readonly AgentLike[];
-  /** Where runs are stored. @default new InMemoryBackend() (nothing survives the process) */
-  backend?: RuntimeBackend;
-  /** Domain providers `ctx.domain(domain, …)` reads from, by domain name. @default {} */
-  domains?: Record<string, DomainProvider>;
-  /** Models `ctx.llm` calls, by name; `default` (or the only one) is used when a call names none. @default {} */
-  models?: Record<string, ModelProvider>;
-  /** Retry policy of `ctx.domain` steps. @default the tool defaults */
-  domainRetry?: RetryPolicy;
-  /** Retry policy of `ctx.llm` steps. @default the tool defaults */
-  modelRetry?: RetryPolicy;
-  /** The in-process worker, or `false` for a client-only runtime that never executes runs. @default {} */
-  worker?: WorkerOptions | false;
-  /** How long `shutdown()` lets runs in flight finish before recording them INTERRUPTED. @default 10000 */
-  shutdownGraceMs?: number;
-  /** @default warnings and errors to stderr */
-  logger?: Logger;
-  /**
-   * The time workflows see (`ctx.now`, timers, timeouts, expiries). A virtual clock from
-   * `cairn/testing` makes days pass in milliseconds. @default the machine's clock
-   */
-  clock?: Clock;
-  /** Retry backoffs at least this long pause the run (awaiting_retry) on a durable timer. @default 5000 */
-  retryPauseThresholdMs?: number;
-  /** Steps a run may take: a warning at 80 %, then `StepLimitError` (use `ctx.continueAsNew`). @default 10000 */
-  maxSteps?: number;
-  /**
-   * Bytes of JSON text (UTF-8) one payload of the journal may take: a run's input and output, a
-   * step's arguments and result, heartbeat details, a signal's payload, an answer, an approval's
-   * payload. A larger one is refused with `PayloadTooLargeError`; a tool whose result is too
-   * large fails at once (no retry). Keep large data elsewhere and pass a reference to it.
-   * @default 16 MiB (16777216)
-   */
-  maxPayloadBytes?: number;
-  /**
-   * Asked before every tool, model, domain and spawn call of every run (DESIGN §6): allow, deny
-   * (the run ends BLOCKED naming the policy and its version) or require an approval. Their
-   * versions are recorded on every run (`versions.policy`). @default []
-   */
-  policies?: readonly Policy[];
-  /**
-   * Model prices (USD per million tokens) by model id, over the built-in table: the cost of each
-   * model call is recorded on its step and counted in budgets. @default the built-in table
-   */
-  prices?: Record<string, ModelPrice>;
-}
-
-/** Everything recorded about a run. */
-export interface RunHistory {
-  run: RunRecord;
-  transitions: TransitionRecord[];
-  steps: StepRecord[];
-  waits: WaitRecord[];
-}
-
-/** Options of {@link Runtime.run}. */
-export interface StartOptions {
-  /** Idempotency key: starting again with the same (agent, workflow, key) returns the existing run. */
-  key?: string;
-  /** Data to keep with the run (shown by `cairn show`). */
-  meta?: Record<string, Json>;
-  /** Who starts the run. @default { kind: "user", id: "local" } */
-  by?: Actor;
-  /**
-   * When the run undoes its applied effects (COMPENSATING): `on_failure`,
-   * `on_failure_or_cancel` or `never`. @default the agent's `compensate`
-   */
-  compensate?: CompensateMode;
-  /** Budgets of this run, per key over the agent's (tokens, costUsd, modelCalls, toolCalls, steps, wallTimeMs). */
-  budget?: Budget;
-  /**
-   * What the run is for, as the run contract's `job` section shows it (`exportRun`); whatever is
-   * not given there stays empty.
-   */
-  job?: JobSpec;
-}
-
-/** The job a run serves (the run contract's `job`). */
-export interface JobSpec {
-  objective?: string;
-  /** How a person decides to accept the result (`accept` / `reject`). */
-  acceptanceRule?: string;
-  owner?: string;
-  /** A reference to what authorises the run (a ticket, a mandate). */
-  authority?: string;
-}
-
-/**
- * The run's stored `meta`: the starter's, plus the run's own compensation mode, budget (merged
- * over its agent's and validated) and job, which the worker and the export read back.
- */
-function startMeta(agent: AgentDefinition, options: StartOptions, maxPayloadBytes: number): Record<string, Json> {
-  const meta: Record<string, Json> = { ...(options.meta ?? {}) };
-  if (options.compensate !== undefined) {
-    if (!["never", "on_failure", "on_failure_or_cancel"].includes(options.compensate)) {
-      throw new InvalidInputError(
-        `compensate must be "never", "on_failure" or "on_failure_or_cancel" (got ${JSON.stringify(options.compensate)})`,
-        [{ path: ["compensate"], message: "unknown mode" }],
-      );
-    }
-    meta.compensate = options.compensate;
-  }
-  const budget = mergeBudgets(agent.budget, validateBudget(options.budget ?? {}, "the run's budget"));
-  if (Object.keys(budget).length > 0) meta.budget = budget as Json;
-  if (options.job !== undefined) {
-    meta.job = toJson(options.job, "the run's job", maxPayloadBytes) ?? null;
-  }
-  return meta;
-}
 
 type Listener = (transition: TransitionRecord, run: RunRecord) => void;
 
@@ -779,3 +662,5 @@ export class Runtime {
 export function newRunId(): string {
   return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(5).toString("hex")}`;
 }
+
+export type { JobSpec, RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";
