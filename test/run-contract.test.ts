@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
+import { usageOfSteps } from "../src/core/budget.ts";
 import {
   AlreadyDecidedError,
   InvalidInputError,
@@ -8,7 +9,6 @@ import {
   RunNotFoundError,
 } from "../src/core/errors.ts";
 import { ScriptedModel } from "../src/llm/scripted-model.ts";
-import { usageOfSteps } from "../src/runtime/run-usage.ts";
 import { InMemoryBackend, Runtimes } from "./helpers/runtime-helpers.ts";
 
 /**
@@ -147,7 +147,9 @@ describe("runtime.costReport", () => {
     await rt.accept(placed.id, { by: "ann" });
 
     const ids = [placed.id, `${placed.id}.2`, failed.id];
-    const stepCosts = await Promise.all(ids.map(async (id) => usageOfSteps(await rt.backend.loadSteps(id))));
+    const stepCosts = await Promise.all(
+      ids.map(async (id) => usageOfSteps(await rt.backend.loadSteps(id), { children: false })),
+    );
     const expected = stepCosts.reduce((sum, u) => sum + u.costUsd, 0);
     expect(expected).toBeGreaterThan(0);
 

@@ -135,26 +135,32 @@ export function addRunUsage(a: RunUsage, b: Partial<RunUsage>): RunUsage {
  * What a run used, from its steps: the model usage on every step, one tool call per `tool` step,
  * one step per step; and the usage of each child it waited for — a `wait` step named
  * `result:<childRunId>` whose result carries the child's `usage` (at `result.usage`, or at
- * `result.value.usage` where the result is the wait's resolution), so children roll up.
+ * `result.value.usage` where the result is the wait's resolution), so children roll up —
+ * unless `children` is false (the run's own usage only).
  */
-export function usageOfSteps(steps: readonly StepRecord[]): RunUsage {
+export function usageOfSteps(steps: readonly StepRecord[], options: { children?: boolean } = {}): RunUsage {
   let total: RunUsage = { ...EMPTY_USAGE };
   for (const step of steps) {
     const u = step.usage;
+    // A missing or non-finite figure counts as 0.
     total = addRunUsage(total, {
-      inputTokens: u?.inputTokens ?? 0,
-      outputTokens: u?.outputTokens ?? 0,
-      modelCalls: u?.modelCalls ?? 0,
-      costUsd: u?.costUsd ?? 0,
+      inputTokens: finite(u?.inputTokens),
+      outputTokens: finite(u?.outputTokens),
+      modelCalls: finite(u?.modelCalls),
+      costUsd: finite(u?.costUsd),
       toolCalls: step.kind === "tool" ? 1 : 0,
       steps: 1,
     });
-    if (step.kind === "wait" && step.name.startsWith("result:")) {
+    if (options.children !== false && step.kind === "wait" && step.name.startsWith("result:")) {
       const child = childUsage(step.result);
       if (child) total = addRunUsage(total, child);
     }
   }
   return total;
+}
+
+function finite(n: number | undefined): number {
+  return typeof n === "number" && Number.isFinite(n) ? n : 0;
 }
 
 function childUsage(result: unknown): Partial<RunUsage> | undefined {

@@ -231,6 +231,26 @@ export class WorkflowEnvelope {
       return { kind: "failed", error: serializeError(error) };
     }
     const ctx = this.#workflowContext();
+    return this.#conclude(async (): Promise<EnvelopeOutcome> => {
+      let output: unknown;
+      try {
+        output = await workflow(ctx, this.#run.input);
+      } catch (error) {
+        return this.#outcome({ error });
+      }
+      // No run completes with an effect whose outcome is open: one the workflow did not await is
+      // waited for (one that ends unknown sends the run to NEEDS_RECONCILIATION instead).
+      while (this.#effectsInFlight.size > 0) await Promise.allSettled([...this.#effectsInFlight]);
+      return this.#outcome({ output });
+    });
+  }
+
+  /**
+   * Runs `work` (the workflow, or the compensations) until it ends, the run is stopped, or a step
+   * settles the execution (a pause, a continue-as-new, an unresolved effect, a governance refusal);
+   * then commits what is queued and abandons what is still in flight.
+   */
+  async #conclude<O extends { kind: string }>(work: () => Promise<O>): Promise<O | EnvelopeOutcome> {
     const stopped = new Promise<EnvelopeOutcome>((resolve) => {
       // A divergence stops the run too (so attempts in flight end), but it is a failure to record.
       const onStop = () =>
@@ -245,19 +265,7 @@ export class WorkflowEnvelope {
     const settled = new Promise<EnvelopeOutcome>((resolve) => {
       this.#settle = resolve;
     });
-    const finished = (async (): Promise<EnvelopeOutcome> => {
-      let output: unknown;
-      try {
-        output = await workflow(ctx, this.#run.input);
-      } catch (error) {
-        return this.#outcome({ error });
-      }
-      // No run completes with an effect whose outcome is open: one the workflow did not await is
-      // waited for (one that ends unknown sends the run to NEEDS_RECONCILIATION instead).
-      while (this.#effectsInFlight.size > 0) await Promise.allSettled([...this.#effectsInFlight]);
-      return this.#outcome({ output });
-    })();
-    let outcome = await Promise.race([finished, stopped, settled]);
+    let outcome: O | EnvelopeOutcome = await Promise.race([work(), stopped, settled]);
     this.#finished = true;
     if (outcome.kind !== "stopped") {
       // The run's final transition must not overtake the results it reports.
@@ -615,15 +623,7 @@ export class WorkflowEnvelope {
     let next = this.#maxRecordedSeq;
     const undone: string[] = [];
     const failed: string[] = [];
-    const settled = new Promise<EnvelopeOutcome>((resolve) => {
-      this.#settle = resolve;
-    });
-    const stopped = new Promise<EnvelopeOutcome>((resolve) => {
-      const onStop = () => resolve({ kind: "stopped", reason: this.#stop.signal.reason });
-      if (this.#stop.signal.aborted) onStop();
-      else this.#stop.signal.addEventListener("abort", onStop, { once: true });
-    });
-    const work = (async (): Promise<CompensationOutcome> => {
+    const outcome = await this.#conclude(async (): Promise<CompensationOutcome> => {
       for (const target of targets) {
         const effect = target.effect as NonNullable<StepRecord["effect"]>;
         const declared = this.#agent.tools[target.name]?.effect?.compensate;
@@ -649,18 +649,7 @@ export class WorkflowEnvelope {
         }
       }
       return failed.length === 0 ? { kind: "compensated", undone } : { kind: "compensation_failed", undone, failed };
-    })();
-    let outcome: EnvelopeOutcome | CompensationOutcome = await Promise.race([work, settled, stopped]);
-    this.#finished = true;
-    if (outcome.kind !== "stopped") {
-      try {
-        await this.#writer.flush();
-      } catch (error) {
-        outcome = { kind: "stopped", reason: error };
-      }
-      this.#writer.close();
-      this.stop(new Error(`run ${this.#run.id} compensation ended`));
-    }
+    });
     if (outcome.kind === "compensated" || outcome.kind === "compensation_failed") return outcome;
     if (outcome.kind === "needs_reconciliation" || outcome.kind === "stopped") return outcome;
     return { kind: "stopped", reason: new Error(`unexpected outcome ${outcome.kind} while compensating`) };

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import { usageOfSteps } from "../core/budget.ts";
 import type { RunRecord, RunUsage, StepRecord } from "../core/records.ts";
 import { buildCostReport, costFormula, runsNeedingSteps, usd } from "./cost-report.ts";
-import { usageOfSteps } from "./run-usage.ts";
 
 let n = 0;
 function run(patch: Partial<RunRecord> = {}): RunRecord {
@@ -164,7 +164,7 @@ describe("usageOfSteps", () => {
     const s = step("r", 1, {
       usage: { inputTokens: Number.NaN, outputTokens: 4, modelCalls: 1, costUsd: Number.POSITIVE_INFINITY },
     });
-    expect(usageOfSteps([s])).toEqual({
+    expect(usageOfSteps([s], { children: false })).toEqual({
       inputTokens: 0,
       outputTokens: 4,
       modelCalls: 1,

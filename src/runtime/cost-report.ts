@@ -1,6 +1,7 @@
+import { addRunUsage, EMPTY_USAGE, usageOfSteps } from "../core/budget.ts";
+import { roundUsd } from "../core/prices.ts";
 import type { RunRecord, RunUsage, StepRecord } from "../core/records.ts";
 import type { RunState } from "../core/run-state.ts";
-import { addUsage, NO_USAGE, roundUsd, usageOfSteps } from "./run-usage.ts";
 
 /**
  * Cost per accepted job (DESIGN §6): what all runs cost — failed, blocked, cancelled,
@@ -82,7 +83,7 @@ export function buildCostReport(input: CostReportInput, filter: CostFilter = {})
     let usage: RunUsage;
     if (run.usage !== undefined && !parents.has(run.id)) usage = run.usage;
     else {
-      usage = usageOfSteps(input.steps.get(run.id) ?? []);
+      usage = usageOfSteps(input.steps.get(run.id) ?? [], { children: false });
       countedFromSteps += 1;
     }
     const key = `${run.agent}/${run.workflow}`;
@@ -126,7 +127,7 @@ function emptyFigures(): CostFigures {
   return {
     runs: 0,
     byState: {},
-    ...NO_USAGE,
+    ...EMPTY_USAGE,
     completed: 0,
     accepted: 0,
     rejected: 0,
@@ -138,7 +139,7 @@ function emptyFigures(): CostFigures {
 function count(figures: CostFigures, run: RunRecord, usage: RunUsage): void {
   figures.runs += 1;
   figures.byState[run.state] = (figures.byState[run.state] ?? 0) + 1;
-  const sum = addUsage(figures, usage);
+  const sum = addRunUsage(figures, usage);
   figures.inputTokens = sum.inputTokens;
   figures.outputTokens = sum.outputTokens;
   figures.modelCalls = sum.modelCalls;

@@ -66,6 +66,8 @@ export class Runtime {
   readonly #logger: Logger;
   readonly #maxPayloadBytes: number;
   readonly #policies: readonly Policy[];
+  /** `name@version,…` of the policies, recorded on every transition. */
+  readonly #policyVersions: string | null;
   readonly #prices: PriceTable;
   readonly #worker: Worker | undefined;
   readonly #listeners = new Set<Listener>();
@@ -92,6 +94,7 @@ export class Runtime {
     }
     this.#policies = Object.freeze([...(options.policies ?? [])]);
     validatePolicies(this.#policies);
+    this.#policyVersions = policyVersions(this.#policies);
     this.#prices = priceTable(options.prices);
     this.backend = options.backend ?? new InMemoryBackend();
     this.clock = options.clock ?? systemClock;
@@ -595,7 +598,7 @@ export class Runtime {
   #versions(agentName: string): Versions {
     return {
       workflow: this.#agents.get(agentName)?.version ?? "unknown",
-      policy: policyVersions(this.#policies),
+      policy: this.#policyVersions,
       runtime: RUNTIME_VERSION,
     };
   }
