@@ -28,10 +28,35 @@ export interface ToolCallOptions {
   startToCloseTimeoutMs?: number;
 }
 
+/** A tool call the model asked for. */
+export interface ModelToolCall {
+  /** The provider's id of the call; a tool message answers it by this id. */
+  id: string;
+  name: string;
+  /** The arguments the model wrote (parsed JSON; a string when they were not valid JSON). */
+  args: Json;
+}
+
 /** A message of a chat-style model request. */
-export interface ChatMessage {
-  role: "system" | "user" | "assistant";
-  content: string;
+export type ChatMessage =
+  | { role: "system" | "user"; content: string }
+  | { role: "assistant"; content: string; toolCalls?: ModelToolCall[] }
+  | {
+      role: "tool";
+      /** The id of the call this answers. */
+      toolCallId: string;
+      /** The tool's name. */
+      name: string;
+      content: string;
+      /** The call failed: `content` says why. */
+      isError?: boolean;
+    };
+
+/** A tool offered to the model: its name, what it is for, and its arguments as JSON Schema. */
+export interface ModelTool {
+  name: string;
+  description?: string;
+  inputSchema: Record<string, unknown>;
 }
 
 /** A model request: a prompt or messages. */
@@ -43,6 +68,12 @@ export interface GenerateRequest {
   model?: string;
   maxOutputTokens?: number;
   temperature?: number;
+  /** Tools the model may call; its answer then may hold `toolCalls`. */
+  tools?: ModelTool[];
+  /** Whether the model may, must or must not call a tool. @default "auto" */
+  toolChoice?: "auto" | "none" | "required";
+  /** Per-attempt timeout of the call, over the runtime's `modelTimeoutMs`. */
+  timeoutMs?: number;
 }
 
 /** What a model call returns. */
@@ -52,6 +83,8 @@ export interface ModelResponse {
   usage: { inputTokens: number; outputTokens: number };
   /** The model that answered. */
   model: string;
+  /** The tools the model asked to call, in its order. */
+  toolCalls?: ModelToolCall[];
 }
 
 /** Model calls. In a workflow each call is a checkpointed step; in a tool it is part of the tool's step. */

@@ -1,12 +1,24 @@
 import type { GenerateRequest, ModelResponse } from "../core/context.ts";
 
+/** What the runtime hands a provider with each attempt of a model call. */
+export interface ModelCallOptions {
+  /** Fires when the attempt times out or the run stops; the provider aborts its request. */
+  signal: AbortSignal;
+  /**
+   * Called with each piece of text as it streams in (not journaled: it feeds the run's event
+   * stream). A provider that does not stream never calls it.
+   */
+  onText?: (delta: string) => void;
+}
+
 /**
- * A model behind `ctx.llm`. The runtime owns retries, so a provider makes one attempt per call
- * and throws on failure; an error with `retryable: false` (or a non-retryable Cairn error) is
- * not retried.
+ * A model behind `ctx.llm` and `ctx.agentLoop`. The runtime owns retries, so a provider makes one
+ * attempt per call and throws on failure: a `CairnError` says by its class whether a retry can
+ * succeed (`ModelUnavailableError` retryable, `ModelRequestError` and `ContextOverflowError`
+ * not); any other error with `retryable: false` is not retried either.
  */
 export interface ModelProvider {
   /** Name recorded on the step (e.g. "scripted", "openai:gpt-5"). */
   readonly name: string;
-  generate(request: GenerateRequest, options: { signal: AbortSignal }): Promise<ModelResponse>;
+  generate(request: GenerateRequest, options: ModelCallOptions): Promise<ModelResponse>;
 }
