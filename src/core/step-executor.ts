@@ -200,7 +200,8 @@ export async function executeStep<R>(options: {
       if (options.cancel?.aborted || !isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
         return fail(step, host, writer, error);
       }
-      const delay = retryDelayMs(policy, attemptNo + 1, host.random());
+      // A provider that said when to come back (Retry-After) is not asked again sooner.
+      const delay = Math.max(retryDelayMs(policy, attemptNo + 1, host.random()), retryAfterMs(error));
       if (retryPause && delay >= retryPause.afterMs) {
         host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms (run paused)`, {
           runId: step.runId,
@@ -219,6 +220,12 @@ export async function executeStep<R>(options: {
       await host.sleep(delay, signal);
     }
   }
+}
+
+/** The wait an error asks for before a retry (`ModelUnavailableError.retryAfterMs`), else 0. */
+function retryAfterMs(error: unknown): number {
+  const ms = (error as { retryAfterMs?: unknown } | null)?.retryAfterMs;
+  return typeof ms === "number" && Number.isFinite(ms) && ms > 0 ? Math.ceil(ms) : 0;
 }
 
 function fail(step: StepRecord, host: EnvelopeHost, writer: JournalWriter, error: unknown): never {
