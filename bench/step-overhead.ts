@@ -17,7 +17,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { parseArgs } from "node:util";
 import Database from "better-sqlite3";
-import { defineAgent, defineTool, InMemoryBackend, Runtime, type RuntimeBackend, silentLogger } from "cairn";
+import {
+  defineAgent,
+  defineTool,
+  InMemoryBackend,
+  Runtime,
+  type RuntimeBackend,
+  ScriptedModel,
+  silentLogger,
+} from "cairn";
 import { SqliteBackend } from "cairn/sqlite";
 import type { LoadPeers, Peer } from "./peers/peer.ts";
 import { percentiles, printTable, type Row } from "./report.ts";
@@ -47,11 +55,12 @@ const bench = defineAgent({
     effect_noop: defineTool({ effect: { idempotent: true }, run: (_ctx, { i }: { i: number }) => i }),
   },
   workflows: {
-    async steps(ctx, { n, effect }: { n: number; effect?: boolean }) {
+    async steps(ctx, { n, kind }: { n: number; kind?: StepKindUnderTest }) {
       let sum = 0;
       let last = performance.now();
       for (let i = 0; i < n; i++) {
-        sum += await ctx.tool(effect ? "effect_noop" : "noop", { i });
+        if (kind === "llm") sum += Number(await ctx.llm.generate({ prompt: String(i) })) * 0 + i;
+        else sum += await ctx.tool(kind === "effect" ? "effect_noop" : "noop", { i });
         const now = performance.now();
         gaps?.push((now - last) * 1000);
         last = now;
@@ -89,14 +98,25 @@ const WARM_UP = 2500;
  */
 const collectGarbage = (globalThis as { gc?: () => void }).gc ?? (() => {});
 
-async function runtimeRound(makeBackend: () => RuntimeBackend, effect = false): Promise<number[]> {
-  const runtime = new Runtime({ agents: [bench], backend: makeBackend(), logger: silentLogger });
+/** What the measured workflow's steps are: plain tools, effect tools, or model calls. */
+type StepKindUnderTest = "tool" | "effect" | "llm";
+
+/** The model of the `llm` rows: no network, a fixed short answer, so the row is the step's own cost. */
+const model = new ScriptedModel({ replies: ["0"] });
+
+async function runtimeRound(makeBackend: () => RuntimeBackend, kind: StepKindUnderTest = "tool"): Promise<number[]> {
+  const runtime = new Runtime({
+    agents: [bench],
+    backend: makeBackend(),
+    logger: silentLogger,
+    models: { default: model },
+  });
   await runtime.start();
-  await (await runtime.run(bench, "steps", { n: WARM_UP, effect })).result();
+  await (await runtime.run(bench, "steps", { n: WARM_UP, kind })).result();
   collectGarbage();
   const measured: number[] = [];
   gaps = measured;
-  const handle = await runtime.run(bench, "steps", { n: STEPS, effect });
+  const handle = await runtime.run(bench, "steps", { n: STEPS, kind });
   const sum = await handle.result();
   gaps = undefined;
   if (sum !== (STEPS * (STEPS - 1)) / 2) throw new Error(`wrong result ${sum}`);
@@ -167,7 +187,8 @@ for (let round = 0; round < ROUNDS; round++) {
   add('cairn SQLite durability "process"', await runtimeRound(sqlite("process")));
   add('cairn SQLite durability "machine"', await runtimeRound(sqlite("machine")));
   add("two bare commits, synchronous=FULL (effect limit)", bareCommits("FULL", STEPS, 2));
-  add('cairn SQLite "machine", effect tool', await runtimeRound(sqlite("machine"), true));
+  add('cairn SQLite "machine", effect tool', await runtimeRound(sqlite("machine"), "effect"));
+  add('cairn SQLite "machine", llm step (scripted model)', await runtimeRound(sqlite("machine"), "llm"));
   for (const peer of peers) {
     try {
       add(peer.label, await peer.run(STEPS, WARM_UP));
@@ -200,5 +221,11 @@ const effectStep = rows.find((r) => r.name.includes("effect tool"))?.meanUs ?? N
 notes.push(
   `Effect step: ${(effectStep / twoCommits).toFixed(2)}× two synchronous commits (goal: within 1.5×). Its intent is` +
     " durable before it runs; in a sequence it carries the previous step's result, so it is one commit per step.",
+);
+const toolStep = rows.find((r) => r.name === 'cairn SQLite durability "machine"')?.meanUs ?? Number.NaN;
+const llmStep = rows.find((r) => r.name.includes("llm step"))?.meanUs ?? Number.NaN;
+notes.push(
+  `llm step: ${(llmStep / toolStep).toFixed(2)}× a tool step on the same backend (goal: within 1.2×). It journals the` +
+    " request and the whole response (text, usage, model) and prices the call; the model itself answers at once.",
 );
 printTable(rows, limit, { steps: STEPS, rounds: ROUNDS, dir }, notes);

@@ -48,6 +48,7 @@ export type {
 } from "./backend/backend.ts";
 export { InMemoryBackend } from "./backend/memory/memory-backend.ts";
 export { type CairnConfig, defineConfig } from "./cli/config.ts";
+export type { AgentLoopOptions, AgentLoopResult } from "./core/agent-loop.ts";
 export type { Budget } from "./core/budget.ts";
 export type {
   ApprovalDecision,
@@ -59,12 +60,15 @@ export type {
   GenerateRequest,
   LlmClient,
   ModelResponse,
+  ModelTool,
+  ModelToolCall,
   SpawnOptions,
   ToolCallOptions,
   ToolContext,
   WorkflowContext,
 } from "./core/context.ts";
 export {
+  AgentLoopStuckError,
   AlreadyDecidedError,
   ApprovalDeniedError,
   ApprovalExpiredError,
@@ -74,6 +78,7 @@ export {
   type CairnErrorCode,
   CancelledError,
   CompensationFailedError,
+  ContextOverflowError,
   EffectNotAppliedError,
   EffectNotFoundError,
   EffectRefusedError,
@@ -83,6 +88,11 @@ export {
   InvalidDefinitionError,
   InvalidInputError,
   LeaseLostError,
+  MaxTurnsExceededError,
+  McpError,
+  type ModelErrorDetails,
+  ModelRequestError,
+  ModelUnavailableError,
   NonRetryableError,
   NotSerializableError,
   PayloadTooLargeError,
@@ -105,6 +115,7 @@ export {
   WaitNotFoundError,
   WaitTimeoutError,
 } from "./core/errors.ts";
+export type { RunEvent, RunEventBody, RunEventsOptions } from "./core/events.ts";
 export type { Policy, PolicyCall, PolicyDecision } from "./core/policies.ts";
 export { DEFAULT_PRICES, type ModelPrice } from "./core/prices.ts";
 export type {
@@ -141,8 +152,17 @@ export {
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { approvalDigest, describeWait } from "./core/wait-steps.ts";
 export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts";
-export type { ModelProvider } from "./llm/model-provider.ts";
-export { ScriptedModel, type ScriptedModelOptions, type ScriptedReply } from "./llm/scripted-model.ts";
+export { AiSdkModel, type AiSdkModelOptions } from "./llm/ai-sdk-model.ts";
+export type { ModelCallOptions, ModelProvider } from "./llm/model-provider.ts";
+export { anthropic, modelFromEnvironment, openai, type ProviderOptions } from "./llm/providers.ts";
+export {
+  ScriptedModel,
+  type ScriptedModelOptions,
+  type ScriptedReply,
+  type ScriptedTurn,
+} from "./llm/scripted-model.ts";
+export type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "./mcp/mcp.ts";
+export { McpClients } from "./mcp/mcp-clients.ts";
 export { type Clock, systemClock } from "./runtime/clock.ts";
 export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";

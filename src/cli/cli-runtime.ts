@@ -20,8 +20,17 @@ export type CliWorker = "client" | { ownRuns: readonly string[] } | WorkerOption
 
 /** A runtime for one CLI process. */
 export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBackend, worker: CliWorker): Runtime {
-  const { domains, models, domainRetry, modelRetry, retryPauseThresholdMs, maxSteps, maxPayloadBytes } =
-    module?.config ?? {};
+  const {
+    domains,
+    models,
+    mcp,
+    domainRetry,
+    modelRetry,
+    modelTimeoutMs,
+    retryPauseThresholdMs,
+    maxSteps,
+    maxPayloadBytes,
+  } = module?.config ?? {};
   const own = typeof worker === "object" && "ownRuns" in worker ? worker.ownRuns : undefined;
   let workerOptions: WorkerOptions | false;
   if (worker === "client") workerOptions = false;
@@ -32,6 +41,8 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     backend: own ? ownRunsOnly(backend, own) : backend,
     ...(domains && { domains }),
     ...(models && { models }),
+    ...(mcp && { mcp }),
+    ...(modelTimeoutMs !== undefined && { modelTimeoutMs }),
     ...(domainRetry && { domainRetry }),
     ...(modelRetry && { modelRetry }),
     ...(retryPauseThresholdMs !== undefined && { retryPauseThresholdMs }),

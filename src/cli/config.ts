@@ -10,6 +10,10 @@ export interface CairnConfig {
   domains?: NonNullable<RuntimeOptions["domains"]>;
   /** Models `ctx.llm` calls, by name; `default` is used when a call names none. @default {} */
   models?: NonNullable<RuntimeOptions["models"]>;
+  /** MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers, by name. @default {} */
+  mcp?: NonNullable<RuntimeOptions["mcp"]>;
+  /** Per-attempt timeout of model calls that set none. @default 300000 */
+  modelTimeoutMs?: number;
   /** Retry policy of `ctx.domain` steps. @default the tool defaults */
   domainRetry?: NonNullable<RuntimeOptions["domainRetry"]>;
   /** Retry policy of `ctx.llm` steps. @default the tool defaults */

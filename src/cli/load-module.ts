@@ -67,7 +67,7 @@ function findConfig(exports: Record<string, unknown>, path: string): CairnConfig
     );
   }
   const config = candidate as CairnConfig;
-  for (const key of ["domains", "models"] as const) {
+  for (const key of ["domains", "models", "mcp"] as const) {
     const value = config[key];
     if (value !== undefined && (typeof value !== "object" || value === null)) {
       throw new CliError(`module "${path}": runtimeOptions.${key} must be an object keyed by name`);
@@ -112,14 +112,14 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     }
   }
   const config: CairnConfig = {};
-  for (const key of ["domains", "models"] as const) {
+  for (const key of ["domains", "models", "mcp"] as const) {
     const merged: Record<string, unknown> = {};
     const from = new Map<string, string>();
     for (const module of modules) {
       for (const [name, value] of Object.entries(module.config[key] ?? {})) {
         if (Object.hasOwn(merged, name) && merged[name] !== value) {
           throw new CliError(
-            `${key === "domains" ? "domain" : "model"} "${name}" is defined differently by ${from.get(name)} and ${module.path} (runtimeOptions.${key}); a worker has one ${key === "domains" ? "domain" : "model"} per name: give them different names or define it in one shared module`,
+            `${NOUN[key]} "${name}" is defined differently by ${from.get(name)} and ${module.path} (runtimeOptions.${key}); a worker has one ${NOUN[key]} per name: give them different names or define it in one shared module`,
           );
         }
         merged[name] = value;
@@ -128,7 +128,14 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     }
     if (from.size > 0) (config as Record<string, unknown>)[key] = merged;
   }
-  for (const key of ["domainRetry", "modelRetry", "retryPauseThresholdMs", "maxSteps", "maxPayloadBytes"] as const) {
+  for (const key of [
+    "domainRetry",
+    "modelRetry",
+    "modelTimeoutMs",
+    "retryPauseThresholdMs",
+    "maxSteps",
+    "maxPayloadBytes",
+  ] as const) {
     let chosen: { value: NonNullable<CairnConfig[typeof key]>; path: string } | undefined;
     for (const module of modules) {
       const value = module.config[key];
@@ -144,3 +151,6 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
   }
   return { agents, config };
 }
+
+/** What one entry of each named map of the runtime options is called in messages. */
+const NOUN = { domains: "domain", models: "model", mcp: "MCP server" } as const;

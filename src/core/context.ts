@@ -1,4 +1,5 @@
 import type { ZodType } from "zod";
+import type { AgentLoopOptions, AgentLoopResult } from "./agent-loop.ts";
 import type { Actor, Json, ParentClosePolicy, StepKind } from "./records.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
@@ -153,6 +154,14 @@ export interface WorkflowContext<T extends ToolSignatures = ToolSignatures> exte
    * the child ends.
    */
   spawn<O = unknown>(agent: string, workflow: string, input: unknown, options?: SpawnOptions): Promise<ChildHandle<O>>;
+  /**
+   * Runs the model ↔ tools cycle until the model answers without calling a tool: each model call
+   * and each tool call is a step of its own, so a crash resumes mid-conversation. Tools are the
+   * agent's (their zod schemas become the model's JSON schemas) and those of the MCP servers
+   * named in `mcp`. A refused call (unknown tool, bad arguments, a tool that failed, an approval
+   * denied) goes back to the model as a tool error; see {@link AgentLoopOptions} for the limits.
+   */
+  agentLoop(options: AgentLoopOptions): Promise<AgentLoopResult>;
   /**
    * For code changes under runs in flight: true when this run reaches this point with the new
    * code (a run started after the change, or one that had not got this far), false when the run

@@ -1,6 +1,8 @@
 import type { DomainCallInfo } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
+import type { McpTools } from "../mcp/mcp.ts";
 import type { Budget } from "./budget.ts";
+import type { RunEventBody } from "./events.ts";
 import type { Policy } from "./policies.ts";
 import type { PriceTable } from "./prices.ts";
 import type { Json, ParentClosePolicy, StepRecord } from "./records.ts";
@@ -55,5 +57,11 @@ export interface EnvelopeHost {
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */
   readonly modelRetry: RetryPolicy | undefined;
+  /** Per-attempt timeout of model calls that set none. */
+  readonly modelTimeoutMs: number | undefined;
+  /** The MCP servers registered on the runtime, if any. */
+  readonly mcp: McpTools | undefined;
+  /** Adds an event to the run's live stream (model output, not journaled). */
+  emit(event: RunEventBody): void;
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;
 }

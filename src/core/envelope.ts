@@ -1,4 +1,12 @@
 import type { AgentDefinition } from "../agent/agent.ts";
+import type { McpTools } from "../mcp/mcp.ts";
+import {
+  type AgentLoopOptions,
+  type AgentLoopResult,
+  type LoopTool,
+  runAgentLoop,
+  toolJsonSchema,
+} from "./agent-loop.ts";
 import type {
   ChildHandle,
   GenerateRequest,
@@ -16,6 +24,7 @@ import {
   type CairnError,
   EffectUnresolvedError,
   InvalidInputError,
+  NonRetryableError,
   type ReplayDivergenceError,
   type SerializedError,
   StepLimitError,
@@ -104,6 +113,8 @@ export class WorkflowEnvelope {
   #diverged: ReplayDivergenceError | undefined;
   /** Effect steps executing now: a run does not complete before they settle. */
   readonly #effectsInFlight = new Set<Promise<unknown>>();
+  /** The error of the last failed attempt of each model step, for the retry event of the next. */
+  readonly #modelErrors = new Map<number, string>();
   /** Policies and budget: a refusal ends the run BLOCKED. */
   readonly #governor: Governor;
   #blocked: CairnError | undefined;
@@ -334,6 +345,7 @@ export class WorkflowEnvelope {
       },
       llm,
       tool: (name: string, args: unknown, options?: ToolCallOptions) => this.#toolStep(name, args, options),
+      agentLoop: (options: AgentLoopOptions) => this.#agentLoop(options),
       domain: <R>(domain: string, entity: string, params: Record<string, unknown> = {}) =>
         this.#governed("domain", "domain", `${domain}.${entity}`, params, (begun) =>
           this.#step<R>(
@@ -712,10 +724,109 @@ export class WorkflowEnvelope {
         request,
         {
           policy: this.#host.modelRetry,
+          startToCloseTimeoutMs: request.timeoutMs ?? this.#host.modelTimeoutMs,
+          run: (attempt) => this.#callModel(request, attempt),
+        },
+        begun,
+      ),
+    );
+  }
+
+  /** One attempt of a model call, its text streamed to the run's events as it comes. */
+  async #callModel(request: GenerateRequest, attempt: StepExecution): Promise<ModelResponse> {
+    const provider = this.#host.model(request.model);
+    const { seq } = attempt;
+    const emit = this.#host.emit;
+    if (attempt.attempt > 1) {
+      const error = this.#modelErrors.get(seq) ?? "the attempt was cut off";
+      emit({ type: "model.retry", seq, attempt: attempt.attempt, error });
+    }
+    emit({ type: "model.start", seq, attempt: attempt.attempt, model: provider.name });
+    try {
+      const response = await provider.generate(request, {
+        signal: attempt.signal,
+        onText: (text) => {
+          if (text && !attempt.signal.aborted) emit({ type: "model.text", seq, attempt: attempt.attempt, text });
+        },
+      });
+      attempt.addUsage({ ...response.usage, costUsd: this.#governor.cost(response.model, response.usage) });
+      this.#modelErrors.delete(seq);
+      emit({ type: "model.end", seq, attempt: attempt.attempt, status: "completed" });
+      return response;
+    } catch (error) {
+      const message = attempt.signal.aborted
+        ? String((attempt.signal.reason as Error)?.message ?? attempt.signal.reason)
+        : String((error as Error)?.message ?? error);
+      this.#modelErrors.set(seq, message);
+      emit({ type: "model.end", seq, attempt: attempt.attempt, status: "failed", error: message });
+      throw error;
+    }
+  }
+
+  /** The loop's view of this run: the agent's tools and the MCP servers' tools, and model steps. */
+  #agentLoop(options: AgentLoopOptions): Promise<AgentLoopResult> {
+    return runAgentLoop(
+      {
+        generate: (request) => this.#llmStep(request),
+        tools: async (o) => {
+          const names = o.tools ?? Object.keys(this.#agent.tools);
+          const tools: LoopTool[] = names.map((name) => {
+            const tool = this.#agent.tools[name];
+            if (!tool) {
+              const known = Object.keys(this.#agent.tools).join(", ") || "none";
+              throw new UnknownNameError(
+                "UNKNOWN_TOOL",
+                `ctx.agentLoop: agent "${this.#agent.name}" has no tool "${name}" (its tools: ${known})`,
+              );
+            }
+            return {
+              name,
+              ...(tool.description ? { description: tool.description } : {}),
+              inputSchema: toolJsonSchema(tool.input),
+              call: (args) => this.#toolStep(name, args, undefined),
+            };
+          });
+          for (const server of o.mcp ?? []) {
+            const mcp = this.#host.mcp;
+            if (!mcp) {
+              throw new UnknownNameError(
+                "UNKNOWN_MCP_SERVER",
+                `ctx.agentLoop: no MCP server "${server}" is registered; pass new Runtime({ mcp: { ${server}: { command: ... } } })`,
+              );
+            }
+            for (const info of await mcp.list(server)) {
+              const name = `${server}__${info.name}`.replace(/[^a-zA-Z0-9_-]/g, "_");
+              tools.push({
+                name,
+                ...(info.description ? { description: info.description } : {}),
+                // Some providers refuse a `$schema` key in a tool's parameters.
+                inputSchema: Object.fromEntries(Object.entries(info.inputSchema).filter(([k]) => k !== "$schema")),
+                call: (args) => this.#mcpStep(mcp, server, info.name, name, args),
+              });
+            }
+          }
+          return tools;
+        },
+      },
+      options,
+    );
+  }
+
+  /** A call of an MCP server's tool: a `tool` step named `<server>__<tool>`, asked about like any tool. */
+  #mcpStep(mcp: McpTools, server: string, tool: string, name: string, args: Json): Promise<unknown> {
+    return this.#governed("tool", "tool", name, args, (begun) =>
+      this.#step(
+        "tool",
+        name,
+        args,
+        {
+          policy: undefined,
           run: async (attempt) => {
-            const response = await this.#host.model(request.model).generate(request, { signal: attempt.signal });
-            attempt.addUsage({ ...response.usage, costUsd: this.#governor.cost(response.model, response.usage) });
-            return response;
+            const input = args && typeof args === "object" && !Array.isArray(args) ? args : {};
+            const result = await mcp.call(server, tool, input, attempt.signal);
+            // The tool ran and said it failed: that is its answer, not worth a retry.
+            if (result.isError) throw new NonRetryableError(result.text || `MCP tool ${server}/${tool} failed`);
+            return result.text;
           },
         },
         begun,
@@ -728,7 +839,7 @@ export class WorkflowEnvelope {
    * require is a wait step taken before the call's own step (both numbers taken now).
    */
   #governed<R>(
-    kind: "llm" | "domain" | "spawn",
+    kind: "tool" | "llm" | "domain" | "spawn",
     stepKind: StepKind,
     name: string,
     args: unknown,

@@ -1,8 +1,16 @@
 import type { GenerateRequest, ModelResponse } from "../core/context.ts";
-import type { ModelProvider } from "./model-provider.ts";
+import type { Json } from "../core/records.ts";
+import type { ModelCallOptions, ModelProvider } from "./model-provider.ts";
 
-/** One scripted answer: fixed text, or computed from the request. */
-export type ScriptedReply = string | ((request: GenerateRequest, call: number) => string);
+/** A scripted turn: text, tool calls, or both. */
+export interface ScriptedTurn {
+  text?: string;
+  /** Tools the model "asks" to call; ids are made up (`call_<n>_<i>`) when not given. */
+  toolCalls?: { name: string; args: Json; id?: string }[];
+}
+
+/** One scripted answer: fixed text or a turn, or either computed from the request. */
+export type ScriptedReply = string | ScriptedTurn | ((request: GenerateRequest, call: number) => string | ScriptedTurn);
 
 /** Options of {@link ScriptedModel}. */
 export interface ScriptedModelOptions {
@@ -14,23 +22,28 @@ export interface ScriptedModelOptions {
    * @default []
    */
   replies?: ScriptedReply[];
+  /** Milliseconds between streamed words, to watch streaming in a demo. @default 0 */
+  streamDelayMs?: number;
 }
 
 /**
- * A deterministic model for tests and demos: no network, same answer for the same calls.
- * Token usage is counted as whitespace-separated words.
+ * A deterministic model for tests and demos: no network, same answer for the same calls. Its
+ * text is streamed word by word; token usage is counted as whitespace-separated words.
  *
  * @example
  * new ScriptedModel({ replies: ["Revenue grew 12%."] })
+ * new ScriptedModel({ replies: [{ toolCalls: [{ name: "search", args: { q: "cairn" } }] }, "Found it."] })
  */
 export class ScriptedModel implements ModelProvider {
   readonly name: string;
   readonly #replies: ScriptedReply[];
+  readonly #delayMs: number;
   #calls = 0;
 
   constructor(options: ScriptedModelOptions = {}) {
     this.name = options.name ?? "scripted";
     this.#replies = options.replies ?? [];
+    this.#delayMs = options.streamDelayMs ?? 0;
   }
 
   /** How many times the model has been called (a replayed step does not call it). */
@@ -38,16 +51,31 @@ export class ScriptedModel implements ModelProvider {
     return this.#calls;
   }
 
-  async generate(request: GenerateRequest): Promise<ModelResponse> {
+  async generate(request: GenerateRequest, options?: ModelCallOptions): Promise<ModelResponse> {
     const call = this.#calls++;
     const prompt = promptText(request);
     const reply = this.#replies[Math.min(call, this.#replies.length - 1)];
-    const text = reply === undefined ? defaultReply(prompt) : typeof reply === "string" ? reply : reply(request, call);
+    const made =
+      reply === undefined ? defaultReply(prompt) : typeof reply === "function" ? reply(request, call) : reply;
+    const turn: ScriptedTurn = typeof made === "string" ? { text: made } : made;
+    const text = turn.text ?? "";
+    if (options?.onText) {
+      for (const word of text.match(/\S+\s*/g) ?? []) {
+        if (this.#delayMs > 0) await sleep(this.#delayMs, options.signal);
+        options.onText(word);
+      }
+    }
+    const toolCalls = (turn.toolCalls ?? []).map((c, i) => ({
+      id: c.id ?? `call_${call}_${i}`,
+      name: c.name,
+      args: c.args,
+    }));
     return {
       text,
-      finishReason: "stop",
-      usage: { inputTokens: countTokens(prompt), outputTokens: countTokens(text) },
+      finishReason: toolCalls.length > 0 ? "tool-calls" : "stop",
+      usage: { inputTokens: countTokens(prompt), outputTokens: countTokens(text) + toolCalls.length },
       model: this.name,
+      ...(toolCalls.length > 0 ? { toolCalls } : {}),
     };
   }
 }
@@ -64,4 +92,19 @@ function countTokens(text: string): number {
 function defaultReply(prompt: string): string {
   const words = prompt.split(/\s+/).filter(Boolean);
   return `Summary of ${words.length} words: ${words.slice(0, 12).join(" ")}${words.length > 12 ? " …" : ""}`;
+}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
 }

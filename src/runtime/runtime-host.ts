@@ -3,12 +3,14 @@ import type { RuntimeBackend } from "../backend/backend.ts";
 import { type Budget, capBudget } from "../core/budget.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { UnknownNameError } from "../core/errors.ts";
+import type { RunEventBody } from "../core/events.ts";
 import type { Policy } from "../core/policies.ts";
 import type { PriceTable } from "../core/prices.ts";
 import type { Json, RunRecord, Versions } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
+import type { McpTools } from "../mcp/mcp.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
 
@@ -28,6 +30,10 @@ export function createEnvelopeHost(options: {
   defaultModel: string | undefined;
   domainRetry: RetryPolicy | undefined;
   modelRetry: RetryPolicy | undefined;
+  modelTimeoutMs: number | undefined;
+  mcp: McpTools | undefined;
+  /** Adds an event to a run's live stream. */
+  emit(runId: string, event: RunEventBody): void;
   logger: Logger;
   policies: readonly Policy[];
   prices: PriceTable;
@@ -103,6 +109,9 @@ export function createEnvelopeHost(options: {
     },
     domainRetry: options.domainRetry,
     modelRetry: options.modelRetry,
+    modelTimeoutMs: options.modelTimeoutMs,
+    mcp: options.mcp,
+    emit: (event) => options.emit(run.id, event),
     log: (level, message, fields) => logger[level](message, fields),
   };
 }

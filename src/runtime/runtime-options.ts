@@ -10,6 +10,7 @@ import type { RetryPolicy } from "../core/retry-policy.ts";
 import { toJson } from "../core/serialize.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
+import type { McpServerConfig } from "../mcp/mcp.ts";
 import type { WorkerOptions } from "../worker/worker.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
@@ -30,6 +31,18 @@ export interface RuntimeOptions {
   domainRetry?: RetryPolicy;
   /** Retry policy of `ctx.llm` steps. @default the tool defaults */
   modelRetry?: RetryPolicy;
+  /**
+   * Per-attempt timeout of a model call that sets no `timeoutMs` of its own; a call that runs
+   * past it is aborted and retried. @default 300000 (5 minutes)
+   */
+  modelTimeoutMs?: number;
+  /**
+   * MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers the model, each call a
+   * step. Connected on first use, closed with the runtime. @default {}
+   * @example
+   * mcp: { files: { command: "npx", args: ["@modelcontextprotocol/server-filesystem", "./data"] } }
+   */
+  mcp?: Record<string, McpServerConfig>;
   /** The in-process worker, or `false` for a client-only runtime that never executes runs. @default {} */
   worker?: WorkerOptions | false;
   /** How long `shutdown()` lets runs in flight finish before recording them INTERRUPTED. @default 10000 */

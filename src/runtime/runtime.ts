@@ -14,12 +14,14 @@ import {
   UnknownNameError,
   WaitTimeoutError,
 } from "../core/errors.ts";
+import type { RunEvent, RunEventsOptions } from "../core/events.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import { isSettled, OWNED_STATES } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
+import { McpClients } from "../mcp/mcp-clients.ts";
 import { Worker } from "../worker/worker.ts";
 import { isDeadLocalOwner } from "../worker/worker-id.ts";
 import { type Clock, systemClock } from "./clock.ts";
@@ -34,6 +36,7 @@ import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
 import { consoleLogger, type Logger } from "./logger.ts";
 import type { RunContract } from "./run-contract.ts";
+import { RunEventHub } from "./run-events.ts";
 import { RunHandle } from "./run-handle.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
 import { type RunHistory, type RuntimeOptions, type StartOptions, startMeta } from "./runtime-options.ts";
@@ -71,6 +74,10 @@ export class Runtime {
   readonly #prices: PriceTable;
   readonly #worker: Worker | undefined;
   readonly #listeners = new Set<Listener>();
+  /** The live event stream of the runs this process executes. */
+  readonly #events: RunEventHub;
+  /** The MCP servers of `options.mcp`, connected on first use. */
+  readonly #mcp: McpClients | undefined;
   readonly #waiters = new Map<string, Set<(terminal?: RunRecord) => void>>();
   #started: Promise<void> | undefined;
   #closed = false;
@@ -98,6 +105,12 @@ export class Runtime {
     this.#prices = priceTable(options.prices);
     this.backend = options.backend ?? new InMemoryBackend();
     this.clock = options.clock ?? systemClock;
+    this.#events = new RunEventHub(() => this.clock.now());
+    const mcp = options.mcp ?? {};
+    this.#mcp =
+      Object.keys(mcp).length > 0
+        ? new McpClients(mcp, { log: (level, message, fields) => this.#logger[level](message, fields) })
+        : undefined;
     for (const item of options.agents) {
       const agent = toAgentDefinition(item);
       if (this.#agents.has(agent.name)) {
@@ -131,6 +144,9 @@ export class Runtime {
               defaultModel: "default" in models ? "default" : names.length === 1 ? names[0] : undefined,
               domainRetry: options.domainRetry,
               modelRetry: options.modelRetry,
+              modelTimeoutMs: options.modelTimeoutMs ?? 300_000,
+              mcp: this.#mcp,
+              emit: (runId, event) => this.#events.emit(runId, event),
               logger: this.#logger,
               policies: this.#policies,
               prices: this.#prices,
@@ -515,6 +531,26 @@ export class Runtime {
     };
   }
 
+  /**
+   * The run's live events from offset `from` on (DESIGN §8): the transitions this runtime records
+   * and the text its model calls stream, with a `model.retry` event when an attempt failed and
+   * its partial text should be cleared. Ends when the run settles (a terminal state or
+   * NEEDS_RECONCILIATION, also when another process settled it), when `signal` fires, or when
+   * the runtime closes. Events are kept in memory (the last 10,000 per run), not journaled: what
+   * happened for the record is in `history(runId)`.
+   *
+   * @example
+   * for await (const event of runtime.events(handle.id)) {
+   *   if (event.type === "model.text") process.stdout.write(event.text);
+   * }
+   */
+  events(runId: string, options: RunEventsOptions = {}): AsyncIterable<RunEvent> {
+    return this.#events.read(runId, { ...options, checkMs: 1000 }, async () => {
+      const run = await this.backend.getRun(runId);
+      return run !== undefined && isSettled(run.state);
+    });
+  }
+
   /** Calls `listener` for every transition made by this runtime. Returns an unsubscribe function. */
   onTransition(listener: Listener): () => void {
     this.#listeners.add(listener);
@@ -543,6 +579,10 @@ export class Runtime {
       this.#backendClosed = true;
       await this.backend.close();
     }
+    this.#events.closeAll();
+    await this.#mcp
+      ?.close()
+      .catch((error: unknown) => this.#logger.warn("closing the MCP servers failed", { error: String(error) }));
   }
 
   /** Same as `shutdown()`. */
@@ -573,6 +613,7 @@ export class Runtime {
   }
 
   #emit(transition: TransitionRecord, run: RunRecord): void {
+    this.#events.transition(transition);
     for (const listener of this.#listeners) {
       try {
         listener(transition, run);

@@ -1,0 +1,40 @@
+import type { Actor } from "./records.ts";
+import type { PausedReason, RunState } from "./run-state.ts";
+
+/**
+ * Events of a run's live stream (`runtime.events`): transitions as they are recorded and model
+ * output as it streams. Not journaled; see runtime/run-events.ts for the stream itself.
+ */
+
+/** What happened, without the stream's bookkeeping. */
+export type RunEventBody =
+  | {
+      type: "transition";
+      from: RunState | null;
+      to: RunState;
+      pausedReason: PausedReason | null;
+      reason: string;
+      actor: Actor;
+    }
+  /** An attempt of a model call began. */
+  | { type: "model.start"; seq: number; attempt: number; model: string }
+  /** Text the model produced, in order. */
+  | { type: "model.text"; seq: number; attempt: number; text: string }
+  /**
+   * The previous attempt of step `seq` failed and another begins: clear the text it streamed
+   * (the new attempt streams its own from the start).
+   */
+  | { type: "model.retry"; seq: number; attempt: number; error: string }
+  /** The attempt ended. */
+  | { type: "model.end"; seq: number; attempt: number; status: "completed" | "failed"; error?: string };
+
+/** One event of a run's stream: `offset` counts from 0 per run, with no gaps. */
+export type RunEvent = RunEventBody & { runId: string; offset: number; at: number };
+
+/** Options of `runtime.events`. */
+export interface RunEventsOptions {
+  /** The first offset wanted (events before it are skipped). @default 0 */
+  from?: number;
+  /** Ends the iteration when it fires. */
+  signal?: AbortSignal;
+}

@@ -1,0 +1,259 @@
+import type {
+  LanguageModelV3,
+  LanguageModelV3CallOptions,
+  LanguageModelV3Content,
+  LanguageModelV3FinishReason,
+  LanguageModelV3Message,
+  LanguageModelV3Prompt,
+  LanguageModelV3StreamPart,
+  LanguageModelV3ToolCall,
+  LanguageModelV3ToolResultPart,
+  LanguageModelV3Usage,
+} from "@ai-sdk/provider";
+import type { GenerateRequest, ModelResponse, ModelToolCall } from "../core/context.ts";
+import { ModelRequestError, ModelUnavailableError } from "../core/errors.ts";
+import type { Json } from "../core/records.ts";
+import { describe, modelError } from "./model-errors.ts";
+import type { ModelCallOptions, ModelProvider } from "./model-provider.ts";
+
+/** Options of {@link AiSdkModel}. */
+export interface AiSdkModelOptions {
+  /** Name recorded on steps. @default `${model.provider}:${model.modelId}`, e.g. "openai.chat:gpt-4o-mini" */
+  name?: string | undefined;
+  /**
+   * Stream the answer (`doStream`), so its text reaches the run's event stream as it comes;
+   * `false` makes one `doGenerate` request. @default true
+   */
+  stream?: boolean | undefined;
+}
+
+/**
+ * A {@link ModelProvider} over any AI SDK language model (`LanguageModelV3`: `@ai-sdk/openai`,
+ * `@ai-sdk/anthropic`, …), so `ctx.llm` can call real models.
+ *
+ * One `generate` is one HTTP request: AI SDK v3 models do not retry (retries live in the SDK's
+ * `generateText`, which this does not use), and the runtime owns retries, so a failure is thrown
+ * at once as an error whose class says whether a retry can mend it (see {@link modelError}). A
+ * stream that breaks or ends before the model said it finished is a failed attempt
+ * (`ModelUnavailableError`), never a truncated answer. When the runtime's signal fires (timeout,
+ * stop) the request is aborted and the signal's reason is thrown as it is.
+ *
+ * @example
+ * import { createOpenAI } from "@ai-sdk/openai";
+ * new AiSdkModel(createOpenAI({ apiKey }).chat("gpt-4o-mini"))
+ */
+export class AiSdkModel implements ModelProvider {
+  readonly name: string;
+  /** The AI SDK model behind this provider. */
+  readonly model: LanguageModelV3;
+  readonly #stream: boolean;
+
+  constructor(model: LanguageModelV3, options: AiSdkModelOptions = {}) {
+    this.model = model;
+    this.name = options.name ?? `${model.provider}:${model.modelId}`;
+    this.#stream = options.stream ?? true;
+  }
+
+  async generate(request: GenerateRequest, options: ModelCallOptions): Promise<ModelResponse> {
+    const { signal } = options;
+    if (signal.aborted) throw signal.reason;
+    if (request.prompt === undefined && !request.messages?.some((m) => m.role !== "system")) {
+      throw new ModelRequestError(`${this.name}: a model request needs a prompt or messages`, {
+        provider: this.model.provider,
+      });
+    }
+    try {
+      const call = callOptions(request, signal);
+      return this.#stream ? await this.#streamed(call, options.onText) : await this.#generated(call);
+    } catch (error) {
+      // A timeout or a stop: the runtime's own error, not the fetch's AbortError.
+      if (signal.aborted) throw signal.reason;
+      throw modelError(error, this.model.provider);
+    }
+  }
+
+  async #generated(call: LanguageModelV3CallOptions): Promise<ModelResponse> {
+    const result = await this.model.doGenerate(call);
+    let text = "";
+    const toolCalls: ModelToolCall[] = [];
+    for (const part of result.content as LanguageModelV3Content[]) {
+      if (part.type === "text") text += part.text;
+      else if (part.type === "tool-call" && !part.providerExecuted) toolCalls.push(toolCall(part));
+    }
+    return this.#response(text, toolCalls, result.finishReason, result.usage, result.response?.modelId);
+  }
+
+  async #streamed(
+    call: LanguageModelV3CallOptions,
+    onText: ((delta: string) => void) | undefined,
+  ): Promise<ModelResponse> {
+    const provider = this.model.provider;
+    const { stream } = await this.model.doStream(call);
+    const reader = stream.getReader();
+    let text = "";
+    const toolCalls: ModelToolCall[] = [];
+    let modelId: string | undefined;
+    let finish: Extract<LanguageModelV3StreamPart, { type: "finish" }> | undefined;
+    try {
+      for (;;) {
+        let next: Awaited<ReturnType<typeof reader.read>>;
+        try {
+          next = await reader.read();
+        } catch (error) {
+          // The connection broke after the success status: nothing usable came, try again.
+          if (call.abortSignal?.aborted) throw error;
+          throw new ModelUnavailableError(
+            `${provider} stream broke after ${text.length} characters: ${describe(error)}`,
+            { provider },
+            { cause: error },
+          );
+        }
+        if (next.done) break;
+        const part = next.value;
+        switch (part.type) {
+          case "text-delta":
+            text += part.delta;
+            if (onText && part.delta !== "") emit(onText, part.delta);
+            break;
+          case "tool-call":
+            if (!part.providerExecuted) toolCalls.push(toolCall(part));
+            break;
+          case "response-metadata":
+            modelId = part.modelId ?? modelId;
+            break;
+          case "finish":
+            finish = part;
+            break;
+          case "error":
+            throw new ModelUnavailableError(
+              `${provider} stream reported an error after ${text.length} characters: ${describe(part.error)}`,
+              { provider },
+              { cause: part.error },
+            );
+        }
+      }
+    } catch (error) {
+      reader.cancel().catch(() => {});
+      throw error;
+    } finally {
+      reader.releaseLock();
+    }
+    // Anthropic sends its finish part only on `message_stop`; OpenAI's chat model always sends one
+    // but without a raw reason when no `finish_reason` came. Either way the answer is cut short.
+    if (!finish || (finish.finishReason.raw === undefined && finish.finishReason.unified === "other")) {
+      throw new ModelUnavailableError(
+        `${provider} stream ended after ${text.length} characters before the model said it had finished`,
+        { provider },
+      );
+    }
+    return this.#response(text, toolCalls, finish.finishReason, finish.usage, modelId);
+  }
+
+  #response(
+    text: string,
+    toolCalls: ModelToolCall[],
+    finishReason: LanguageModelV3FinishReason,
+    usage: LanguageModelV3Usage,
+    modelId: string | undefined,
+  ): ModelResponse {
+    return {
+      text,
+      finishReason: finishReason.unified,
+      usage: { inputTokens: usage.inputTokens.total ?? 0, outputTokens: usage.outputTokens.total ?? 0 },
+      // Bare model id ("gpt-4o-mini-2024-07-18"): the price table is looked up by it.
+      model: modelId || this.model.modelId,
+      ...(toolCalls.length > 0 && { toolCalls }),
+    };
+  }
+}
+
+/** Calls a text listener; one that throws does not fail the model call (the text is not journaled). */
+function emit(onText: (delta: string) => void, delta: string): void {
+  try {
+    onText(delta);
+  } catch {
+    // The listener's problem, not the model's.
+  }
+}
+
+/** A tool call as the model wrote it: its arguments parsed, kept as the raw string when not JSON. */
+function toolCall(part: LanguageModelV3ToolCall): ModelToolCall {
+  let args: Json;
+  try {
+    args = part.input.trim() === "" ? {} : (JSON.parse(part.input) as Json);
+  } catch {
+    args = part.input;
+  }
+  return { id: part.toolCallId, name: part.toolName, args };
+}
+
+/** The AI SDK call for a request (nothing secret: keys live in the provider, not here). */
+export function callOptions(request: GenerateRequest, signal?: AbortSignal): LanguageModelV3CallOptions {
+  const tools = request.tools ?? [];
+  return {
+    prompt: prompt(request),
+    ...(request.maxOutputTokens !== undefined && { maxOutputTokens: request.maxOutputTokens }),
+    ...(request.temperature !== undefined && { temperature: request.temperature }),
+    ...(tools.length > 0 && {
+      tools: tools.map((tool) => ({
+        type: "function" as const,
+        name: tool.name,
+        ...(tool.description !== undefined && { description: tool.description }),
+        inputSchema: tool.inputSchema,
+      })),
+      ...(request.toolChoice !== undefined && { toolChoice: { type: request.toolChoice } }),
+    }),
+    ...(signal && { abortSignal: signal }),
+  };
+}
+
+/**
+ * The request as an AI SDK prompt: `system` first, then `messages`, then `prompt` as the last user
+ * message. The results of one step's tool calls (consecutive tool messages) form one tool
+ * message, as the AI SDK's own `generateText` sends them.
+ */
+function prompt(request: GenerateRequest): LanguageModelV3Prompt {
+  const out: LanguageModelV3Message[] = [];
+  if (request.system) out.push({ role: "system", content: request.system });
+  for (const message of request.messages ?? []) {
+    switch (message.role) {
+      case "system":
+        out.push({ role: "system", content: message.content });
+        break;
+      case "user":
+        out.push({ role: "user", content: [{ type: "text", text: message.content }] });
+        break;
+      case "assistant": {
+        const calls = message.toolCalls ?? [];
+        out.push({
+          role: "assistant",
+          content: [
+            // Anthropic refuses empty text blocks: a turn of only tool calls has none.
+            ...(message.content !== "" || calls.length === 0 ? [{ type: "text" as const, text: message.content }] : []),
+            ...calls.map((call) => ({
+              type: "tool-call" as const,
+              toolCallId: call.id,
+              toolName: call.name,
+              input: call.args,
+            })),
+          ],
+        });
+        break;
+      }
+      case "tool": {
+        const part: LanguageModelV3ToolResultPart = {
+          type: "tool-result",
+          toolCallId: message.toolCallId,
+          toolName: message.name,
+          output: { type: message.isError ? "error-text" : "text", value: message.content },
+        };
+        const last = out.at(-1);
+        if (last?.role === "tool") last.content.push(part);
+        else out.push({ role: "tool", content: [part] });
+        break;
+      }
+    }
+  }
+  if (request.prompt !== undefined) out.push({ role: "user", content: [{ type: "text", text: request.prompt }] });
+  return out;
+}
