@@ -33,6 +33,8 @@ import {
 } from "./errors.ts";
 import { Governor } from "./governor.ts";
 import { JournalWriter } from "./journal-writer.ts";
+import { loopTools } from "./loop-tools.ts";
+import { modelAttempt } from "./model-attempt.ts";
 import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "./records.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
@@ -725,42 +727,19 @@ export class WorkflowEnvelope {
         {
           policy: this.#host.modelRetry,
           startToCloseTimeoutMs: request.timeoutMs ?? this.#host.modelTimeoutMs,
-          run: (attempt) => this.#callModel(request, attempt),
+          run: (attempt) =>
+            modelAttempt({
+              provider: this.#host.model(request.model),
+              request,
+              attempt,
+              emit: this.#host.emit,
+              lastErrors: this.#modelErrors,
+              cost: (model, usage) => this.#governor.cost(model, usage),
+            }),
         },
         begun,
       ),
     );
-  }
-
-  /** One attempt of a model call, its text streamed to the run's events as it comes. */
-  async #callModel(request: GenerateRequest, attempt: StepExecution): Promise<ModelResponse> {
-    const provider = this.#host.model(request.model);
-    const { seq } = attempt;
-    const emit = this.#host.emit;
-    if (attempt.attempt > 1) {
-      const error = this.#modelErrors.get(seq) ?? "the attempt was cut off";
-      emit({ type: "model.retry", seq, attempt: attempt.attempt, error });
-    }
-    emit({ type: "model.start", seq, attempt: attempt.attempt, model: provider.name });
-    try {
-      const response = await provider.generate(request, {
-        signal: attempt.signal,
-        onText: (text) => {
-          if (text && !attempt.signal.aborted) emit({ type: "model.text", seq, attempt: attempt.attempt, text });
-        },
-      });
-      attempt.addUsage({ ...response.usage, costUsd: this.#governor.cost(response.model, response.usage) });
-      this.#modelErrors.delete(seq);
-      emit({ type: "model.end", seq, attempt: attempt.attempt, status: "completed" });
-      return response;
-    } catch (error) {
-      const message = attempt.signal.aborted
-        ? String((attempt.signal.reason as Error)?.message ?? attempt.signal.reason)
-        : String((error as Error)?.message ?? error);
-      this.#modelErrors.set(seq, message);
-      emit({ type: "model.end", seq, attempt: attempt.attempt, status: "failed", error: message });
-      throw error;
-    }
   }
 
   /** The loop's view of this run: the agent's tools and the MCP servers' tools, and model steps. */
@@ -768,45 +747,11 @@ export class WorkflowEnvelope {
     return runAgentLoop(
       {
         generate: (request) => this.#llmStep(request),
-        tools: async (o) => {
-          const names = o.tools ?? Object.keys(this.#agent.tools);
-          const tools: LoopTool[] = names.map((name) => {
-            const tool = this.#agent.tools[name];
-            if (!tool) {
-              const known = Object.keys(this.#agent.tools).join(", ") || "none";
-              throw new UnknownNameError(
-                "UNKNOWN_TOOL",
-                `ctx.agentLoop: agent "${this.#agent.name}" has no tool "${name}" (its tools: ${known})`,
-              );
-            }
-            return {
-              name,
-              ...(tool.description ? { description: tool.description } : {}),
-              inputSchema: toolJsonSchema(tool.input),
-              call: (args) => this.#toolStep(name, args, undefined),
-            };
-          });
-          for (const server of o.mcp ?? []) {
-            const mcp = this.#host.mcp;
-            if (!mcp) {
-              throw new UnknownNameError(
-                "UNKNOWN_MCP_SERVER",
-                `ctx.agentLoop: no MCP server "${server}" is registered; pass new Runtime({ mcp: { ${server}: { command: ... } } })`,
-              );
-            }
-            for (const info of await mcp.list(server)) {
-              const name = `${server}__${info.name}`.replace(/[^a-zA-Z0-9_-]/g, "_");
-              tools.push({
-                name,
-                ...(info.description ? { description: info.description } : {}),
-                // Some providers refuse a `$schema` key in a tool's parameters.
-                inputSchema: Object.fromEntries(Object.entries(info.inputSchema).filter(([k]) => k !== "$schema")),
-                call: (args) => this.#mcpStep(mcp, server, info.name, name, args),
-              });
-            }
-          }
-          return tools;
-        },
+        tools: (o) =>
+          loopTools(o, this.#agent, this.#host.mcp, {
+            callTool: (name, args) => this.#toolStep(name, args, undefined),
+            callMcp: (mcp, server, tool, name, args) => this.#mcpStep(mcp, server, tool, name, args),
+          }),
       },
       options,
     );
