@@ -12,7 +12,7 @@ export interface CairnConfig {
   models?: NonNullable<RuntimeOptions["models"]>;
   /** MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers, by name. @default {} */
   mcp?: NonNullable<RuntimeOptions["mcp"]>;
-  /** Per-attempt timeout of model calls that set none. @default 300000 */
+  /** Per-attempt timeout of model calls that set none. @default the provider's (5 minutes for real models) */
   modelTimeoutMs?: number;
   /** Retry policy of `ctx.domain` steps. @default the tool defaults */
   domainRetry?: NonNullable<RuntimeOptions["domainRetry"]>;

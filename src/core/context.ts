@@ -73,7 +73,7 @@ export interface GenerateRequest {
   tools?: ModelTool[];
   /** Whether the model may, must or must not call a tool. @default "auto" */
   toolChoice?: "auto" | "none" | "required";
-  /** Per-attempt timeout of the call, over the runtime's `modelTimeoutMs`. */
+  /** Per-attempt timeout of the call, over the runtime's `modelTimeoutMs` and the provider's own. */
   timeoutMs?: number;
 }
 

@@ -57,7 +57,7 @@ export interface EnvelopeHost {
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */
   readonly modelRetry: RetryPolicy | undefined;
-  /** Per-attempt timeout of model calls that set none. */
+  /** Per-attempt timeout of model calls that set none, over the provider's own. */
   readonly modelTimeoutMs: number | undefined;
   /** The MCP servers registered on the runtime, if any. */
   readonly mcp: McpTools | undefined;

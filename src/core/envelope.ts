@@ -726,7 +726,7 @@ export class WorkflowEnvelope {
         request,
         {
           policy: this.#host.modelRetry,
-          startToCloseTimeoutMs: request.timeoutMs ?? this.#host.modelTimeoutMs,
+          startToCloseTimeoutMs: request.timeoutMs ?? this.#host.modelTimeoutMs ?? this.#modelTimeout(request.model),
           run: (attempt) =>
             modelAttempt({
               provider: this.#host.model(request.model),
@@ -740,6 +740,15 @@ export class WorkflowEnvelope {
         begun,
       ),
     );
+  }
+
+  /** The provider's own per-attempt timeout; none when the model is unknown (the attempt says so). */
+  #modelTimeout(name: string | undefined): number | undefined {
+    try {
+      return this.#host.model(name).timeoutMs;
+    } catch {
+      return undefined;
+    }
   }
 
   /** The loop's view of this run: the agent's tools and the MCP servers' tools, and model steps. */

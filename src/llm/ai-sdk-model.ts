@@ -25,6 +25,8 @@ export interface AiSdkModelOptions {
    * `false` makes one `doGenerate` request. @default true
    */
   stream?: boolean | undefined;
+  /** Per-attempt timeout of a call that sets none (the runtime's `modelTimeoutMs` wins). @default 300000 */
+  timeoutMs?: number | undefined;
 }
 
 /**
@@ -47,11 +49,13 @@ export class AiSdkModel implements ModelProvider {
   /** The AI SDK model behind this provider. */
   readonly model: LanguageModelV3;
   readonly #stream: boolean;
+  readonly timeoutMs: number;
 
   constructor(model: LanguageModelV3, options: AiSdkModelOptions = {}) {
     this.model = model;
     this.name = options.name ?? `${model.provider}:${model.modelId}`;
     this.#stream = options.stream ?? true;
+    this.timeoutMs = options.timeoutMs ?? 300_000;
   }
 
   async generate(request: GenerateRequest, options: ModelCallOptions): Promise<ModelResponse> {

@@ -20,5 +20,11 @@ export interface ModelCallOptions {
 export interface ModelProvider {
   /** Name recorded on the step (e.g. "scripted", "openai:gpt-5"). */
   readonly name: string;
+  /**
+   * Per-attempt timeout of its calls that set none, unless the runtime's `modelTimeoutMs` says
+   * otherwise. A provider that reaches the network sets one (`AiSdkModel`: 5 minutes); one that
+   * answers in-process (the scripted model) needs none.
+   */
+  readonly timeoutMs?: number | undefined;
   generate(request: GenerateRequest, options: ModelCallOptions): Promise<ModelResponse>;
 }

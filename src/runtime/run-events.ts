@@ -19,6 +19,8 @@ interface Channel {
 
 /** Events kept per run; older ones are dropped (a consumer asking for them starts at the oldest kept). */
 const EVENTS_PER_RUN = 10_000;
+/** How far past `EVENTS_PER_RUN` a stream grows before its oldest events are dropped. */
+const TRIM = 1_000;
 /** Settled runs whose streams are kept for late readers; the oldest is dropped first. */
 const SETTLED_RUNS_KEPT = 1_000;
 
@@ -32,11 +34,17 @@ export class RunEventHub {
     this.#now = now;
   }
 
-  /** Adds an event to the run's stream. */
+  /** Adds an event to the run's stream; `body` becomes the event (pass a fresh object). */
   emit(runId: string, body: RunEventBody): void {
     const channel = this.#channel(runId);
-    channel.events.push({ ...body, runId, offset: channel.next++, at: this.#now() } as RunEvent);
-    if (channel.events.length > EVENTS_PER_RUN) {
+    // The body is the event (made for this call by its emitter): stamped, not copied.
+    const event = body as RunEvent;
+    event.runId = runId;
+    event.offset = channel.next++;
+    event.at = this.#now();
+    channel.events.push(event);
+    // Trimmed a thousand at a time, not one by one: dropping from the front of an array moves the rest.
+    if (channel.events.length >= EVENTS_PER_RUN + TRIM) {
       channel.events.splice(0, channel.events.length - EVENTS_PER_RUN);
       channel.first = channel.next - channel.events.length;
     }
@@ -119,6 +127,7 @@ export class RunEventHub {
   }
 
   #wake(channel: Channel): void {
+    if (channel.listeners.size === 0) return;
     for (const listener of [...channel.listeners]) listener();
   }
 }

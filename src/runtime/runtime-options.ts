@@ -33,7 +33,8 @@ export interface RuntimeOptions {
   modelRetry?: RetryPolicy;
   /**
    * Per-attempt timeout of a model call that sets no `timeoutMs` of its own; a call that runs
-   * past it is aborted and retried. @default 300000 (5 minutes)
+   * past it is aborted and retried. @default the provider's `timeoutMs` (5 minutes for
+   * `AiSdkModel`; none for the in-process scripted model)
    */
   modelTimeoutMs?: number;
   /**

@@ -144,7 +144,7 @@ export class Runtime {
               defaultModel: "default" in models ? "default" : names.length === 1 ? names[0] : undefined,
               domainRetry: options.domainRetry,
               modelRetry: options.modelRetry,
-              modelTimeoutMs: options.modelTimeoutMs ?? 300_000,
+              modelTimeoutMs: options.modelTimeoutMs,
               mcp: this.#mcp,
               emit: (runId, event) => this.#events.emit(runId, event),
               logger: this.#logger,
