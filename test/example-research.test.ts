@@ -12,7 +12,7 @@ forEachBackend(
     describe("examples/research-agent", () => {
       it("answers from the notes it read, citing them, in six steps", async () => {
         const model = new ScriptedModel({ replies: [scriptedResearcher] });
-        const rt = under.runtimes.make({ agents: [researcher], models: { default: model } });
+        const rt = under.runtimes.make({ agents: [researcher], models: { researcher: model } });
         const handle = await rt.run(researcher, "answer", {
           question: "How does a durable runtime avoid paying twice after a crash?",
         });
@@ -23,12 +23,12 @@ forEachBackend(
         expect(output).toMatchObject({ turns: 3, toolCalls: 3 });
         const steps = (await rt.history(handle.id)).steps;
         expect(steps.map((s) => `${s.kind}:${s.name}`)).toEqual([
-          "llm:default",
+          "llm:researcher",
           "tool:search_notes",
-          "llm:default",
+          "llm:researcher",
           "tool:read_note",
           "tool:read_note",
-          "llm:default",
+          "llm:researcher",
         ]);
         expect(steps.filter((s) => s.name === "read_note").map((s) => s.args)).toEqual([{ id: "n1" }, { id: "n2" }]);
       });

@@ -52,6 +52,7 @@ export const researcher = defineAgent({
   workflows: {
     async answer(ctx, { question }: { question: string }) {
       const result = await ctx.agentLoop({
+        model: "researcher",
         system:
           "You answer questions using only the notes you can search and read. Search first, read the most relevant notes, then answer in two or three sentences citing note ids like [n1].",
         prompt: question,
@@ -87,9 +88,10 @@ export function scriptedResearcher(request: GenerateRequest): ScriptedTurn {
   return { text: sentences.join(" ") };
 }
 
+// Named, not "default": `cairn dev` loads this module beside others that bring their own default.
 export const runtimeOptions = defineConfig({
   models: {
-    default: modelFromEnvironment(
+    researcher: modelFromEnvironment(
       process.env,
       () =>
         new ScriptedModel({

@@ -13,6 +13,7 @@ import { reconcileCommand } from "./commands/reconcile.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
+import { devCommand, serveCommand } from "./commands/serve.ts";
 import { showCommand } from "./commands/show.ts";
 import { signalCommand } from "./commands/signal.ts";
 import { workerCommand } from "./commands/worker.ts";
@@ -35,6 +36,8 @@ export const COMMANDS: readonly Command[] = [
   acceptCommand,
   rejectCommand,
   costCommand,
+  devCommand,
+  serveCommand,
   workerCommand,
   migrateCommand,
 ];

@@ -1,12 +1,6 @@
 import type { AgentDefinition } from "../agent/agent.ts";
 import type { McpTools } from "../mcp/mcp.ts";
-import {
-  type AgentLoopOptions,
-  type AgentLoopResult,
-  type LoopTool,
-  runAgentLoop,
-  toolJsonSchema,
-} from "./agent-loop.ts";
+import { type AgentLoopOptions, type AgentLoopResult, runAgentLoop } from "./agent-loop.ts";
 import type {
   ChildHandle,
   GenerateRequest,

@@ -1,0 +1,37 @@
+import { createContext } from "preact";
+import { useContext } from "preact/hooks";
+import type { Me } from "./api.ts";
+
+/**
+ * Who is signed in (`/api/me`), for the whole page. The roles decide which actions are offered:
+ * `operate` (start, signal, answer, cancel, resume, reconcile, accept, reject) needs operator or
+ * admin, `approve` (approve, deny) approver or admin. Before /api/me answers, everything is
+ * offered and the server decides.
+ */
+export const MeContext = createContext<Me | null>(null);
+
+export type Permission = "operate" | "approve";
+
+const GRANTS: Record<string, readonly Permission[]> = {
+  operator: ["operate"],
+  approver: ["approve"],
+  admin: ["operate", "approve"],
+};
+
+export function useMe(): Me | null {
+  return useContext(MeContext);
+}
+
+/** Whether the signed-in token may do `permission` (true while unknown). */
+export function useCan(permission: Permission): boolean {
+  const me = useMe();
+  if (!me || me.auth === "none") return true;
+  return me.roles.some((role) => GRANTS[role]?.includes(permission));
+}
+
+/** Why an action is not offered, for a tooltip. */
+export function refusal(permission: Permission): string {
+  return permission === "approve"
+    ? "your token's roles do not allow approving (approver or admin)"
+    : "your token's roles do not allow acting on runs (operator or admin)";
+}

@@ -1,0 +1,121 @@
+import { useState } from "preact/hooks";
+import type { Json } from "../../src/core/records.ts";
+import { type AgentInfo, api } from "./api.ts";
+import { ErrorText, useAction } from "./components.tsx";
+import { navigate, runHref } from "./router.ts";
+import { refusal, useCan } from "./session.ts";
+
+/** The "start a run" form: agent, workflow, JSON input (checked before sending), optional key. */
+export function StartRunForm(props: { agents: AgentInfo[] | null }) {
+  const agents = props.agents ?? [];
+  const [agent, setAgent] = useState("");
+  const [workflow, setWorkflow] = useState("");
+  const [input, setInput] = useState("{}");
+  const [key, setKey] = useState("");
+  const action = useAction();
+  const allowed = useCan("operate");
+
+  const chosenAgent = agents.find((a) => a.name === agent) ?? (agents.length === 1 ? agents[0] : undefined);
+  const workflows = chosenAgent?.workflows ?? [];
+  const chosenWorkflow = workflows.includes(workflow) ? workflow : (workflows[0] ?? "");
+
+  let parsed: { ok: true; value: Json } | { ok: false; message: string };
+  try {
+    parsed = { ok: true, value: (input.trim() === "" ? null : JSON.parse(input)) as Json };
+  } catch (e) {
+    parsed = { ok: false, message: (e as Error).message };
+  }
+
+  const submit = async (e: Event) => {
+    e.preventDefault();
+    if (!chosenAgent || !chosenWorkflow || !parsed.ok) return;
+    const value = parsed.value;
+    await action.run(async () => {
+      const result = await api.startRun({
+        agent: chosenAgent.name,
+        workflow: chosenWorkflow,
+        input: value,
+        ...(key.trim() ? { key: key.trim() } : {}),
+      });
+      navigate(runHref(result.run.id));
+    });
+  };
+
+  return (
+    <form class="start-run card" data-testid="start-run-form" onSubmit={submit}>
+      <h2>Start a run</h2>
+      <div class="row">
+        <label>
+          Agent
+          <select
+            name="agent"
+            value={chosenAgent?.name ?? ""}
+            onChange={(e) => {
+              setAgent(e.currentTarget.value);
+              setWorkflow("");
+            }}
+            data-testid="start-agent"
+          >
+            {agents.length === 0 && <option value="">{props.agents === null ? "loading…" : "no agents"}</option>}
+            {agents.length > 1 && !chosenAgent && <option value="">choose…</option>}
+            {agents.map((a) => (
+              <option key={a.name} value={a.name} title={a.description}>
+                {a.name}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label>
+          Workflow
+          <select
+            name="workflow"
+            value={chosenWorkflow}
+            onChange={(e) => setWorkflow(e.currentTarget.value)}
+            disabled={!chosenAgent}
+            data-testid="start-workflow"
+          >
+            {workflows.map((w) => (
+              <option key={w} value={w}>
+                {w}
+              </option>
+            ))}
+          </select>
+        </label>
+        <label class="grow">
+          Input (JSON)
+          <textarea
+            name="input"
+            rows={1}
+            spellcheck={false}
+            class={`mono${parsed.ok ? "" : " invalid"}`}
+            value={input}
+            onInput={(e) => setInput(e.currentTarget.value)}
+            data-testid="start-input"
+          />
+        </label>
+        <label>
+          Key (optional)
+          <input
+            name="key"
+            value={key}
+            onInput={(e) => setKey(e.currentTarget.value)}
+            placeholder="idempotency key"
+            data-testid="start-key"
+          />
+        </label>
+        <button
+          type="submit"
+          class="primary start-submit"
+          disabled={action.busy || !chosenAgent || !chosenWorkflow || !parsed.ok || !allowed}
+          title={allowed ? undefined : refusal("operate")}
+          data-testid="start-submit"
+        >
+          {action.busy ? "Starting…" : "Start run"}
+        </button>
+      </div>
+      {!parsed.ok && <div class="error-text">Input is not JSON: {parsed.message}</div>}
+      {chosenAgent?.description && <p class="muted small desc">{chosenAgent.description}</p>}
+      <ErrorText error={action.error} testid="start-error" />
+    </form>
+  );
+}

@@ -1,0 +1,25 @@
+/**
+ * `cairn/client`: a typed client of the HTTP API of `cairn/server`, with the runtime's method
+ * names (`run`, `getRun`, `listRuns`, `signal`, `answer`, `approve`, …) and its live events over
+ * Server-Sent Events. Uses `fetch`; works in Node 20 and in browsers.
+ * @example
+ * import { CairnClient } from "cairn/client";
+ * const client = new CairnClient({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
+ * const run = await client.run("report_builder", "build", { quarter: "2026-Q3" });
+ * console.log(await run.result());
+ */
+export {
+  CairnClient,
+  type CairnClientOptions,
+  type RemoteAgent,
+  type RemoteEvent,
+  type RemoteEventsOptions,
+  type RemotePrincipal,
+  type RemoteRunFilter,
+  type RemoteRunHandle,
+  type RemoteRunHistory,
+  type RemoteRunPage,
+  type RemoteStartOptions,
+} from "./client/cairn-client.ts";
+export { CairnHttpError } from "./client/http-error.ts";
+export { type RawSseEvent, readSse } from "./client/sse-reader.ts";

@@ -1,0 +1,398 @@
+import type { Budget } from "../core/budget.ts";
+import { RunEndedError } from "../core/errors.ts";
+import type { RunEvent } from "../core/events.ts";
+import type { EffectRecord, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
+import { isSettled, type PausedReason, type RunState } from "../core/run-state.ts";
+import type { RunContract } from "../runtime/run-contract.ts";
+import type { JobSpec } from "../runtime/runtime-options.ts";
+import type { Role } from "../server/auth.ts";
+import type { TransitionEventData } from "../server/run-stream.ts";
+import { CairnHttpError } from "./http-error.ts";
+import { readSse } from "./sse-reader.ts";
+
+/**
+ * `CairnClient`: the runtime's client operations over the HTTP API of `cairn/server`, with the
+ * runtime's method names. Who acts is the token's subject: no method takes `by`. Errors the
+ * server answers with are thrown as {@link CairnHttpError} (`code`, `status`, `message`).
+ */
+
+/** Options of {@link CairnClient}. */
+export interface CairnClientOptions {
+  /** The server, e.g. `http://127.0.0.1:4000`. */
+  baseUrl: string;
+  /** The bearer token; none for a server without tokens. @default none */
+  token?: string;
+  /** The fetch to use. @default globalThis.fetch */
+  fetch?: typeof fetch;
+}
+
+/** Options of {@link CairnClient.run}. */
+export interface RemoteStartOptions {
+  /** Idempotency key: starting again with the same (agent, workflow, key) returns that run. */
+  key?: string;
+  budget?: Budget;
+  meta?: Record<string, Json>;
+  job?: JobSpec;
+}
+
+/** A filter of {@link CairnClient.listRuns}. */
+export interface RemoteRunFilter {
+  agent?: string;
+  workflow?: string;
+  state?: RunState | readonly RunState[];
+  pausedReason?: PausedReason;
+  /** Created at or after (epoch ms). */
+  since?: number;
+  /** Created at or before (epoch ms). */
+  until?: number;
+  /** 1..200. @default 50 */
+  limit?: number;
+  /** The `nextCursor` of the previous page. */
+  cursor?: string;
+}
+
+/** One page of runs, newest first. */
+export interface RemoteRunPage {
+  runs: RunRecord[];
+  /** Null when there are no more. A page may be short (even empty) with a cursor: follow it. */
+  nextCursor: string | null;
+}
+
+/** Who the token is. */
+export interface RemotePrincipal {
+  subject: string;
+  roles: Role[];
+  auth: "token" | "none";
+}
+
+/** An agent the server knows. */
+export interface RemoteAgent {
+  name: string;
+  description: string;
+  version: string;
+  workflows: string[];
+}
+
+/** Everything recorded about a run (as `runtime.history`). */
+export interface RemoteRunHistory {
+  run: RunRecord;
+  transitions: TransitionRecord[];
+  steps: StepRecord[];
+  waits: WaitRecord[];
+}
+
+/** An event of a run's stream or of the all-runs stream; `id` resumes after it (`from`). */
+export type RemoteEvent =
+  | { id: string; type: "transition"; data: TransitionEventData }
+  | { id: string; type: "step"; data: StepRecord }
+  | { id: string; type: "model.start" | "model.text" | "model.retry" | "model.end"; data: RunEvent }
+  | { id: string; type: "end"; data: { runId: string; state: RunState; pausedReason: PausedReason | null } }
+  | { id: string; type: "ready"; data: { resumed: boolean } };
+
+/** Options of the event streams. */
+export interface RemoteEventsOptions {
+  /** The id of the last event seen: the stream resumes after it (sent as Last-Event-ID). */
+  from?: string;
+  /** Ends the iteration when it fires. */
+  signal?: AbortSignal;
+  /** Reconnections tried in a row after the connection drops, before giving up. @default 5 */
+  reconnects?: number;
+}
+
+/** A run started through the client. */
+export interface RemoteRunHandle {
+  readonly id: string;
+  /** False when the key named a run that existed. */
+  readonly created: boolean;
+  /** The run as the start left it. */
+  readonly run: RunRecord;
+  /** Waits until the run settles and returns its output; a run that did not complete throws `RunEndedError`. */
+  result(options?: { timeoutMs?: number; pollIntervalMs?: number }): Promise<unknown>;
+}
+
+/**
+ * A typed client of the HTTP API.
+ *
+ * @example
+ * const client = new CairnClient({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
+ * const run = await client.run("report_builder", "build", { quarter: "2026-Q3" }, { key: "report-2026-Q3" });
+ * for await (const event of client.events(run.id)) console.log(event.type, event.data);
+ * console.log(await run.result());
+ */
+export class CairnClient {
+  readonly #base: string;
+  readonly #token: string | undefined;
+  readonly #fetch: typeof fetch;
+
+  constructor(options: CairnClientOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, "");
+    this.#token = options.token;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+  }
+
+  /** Who the token is, and whether the server authenticates at all. */
+  me(): Promise<RemotePrincipal> {
+    return this.#request("GET", "/api/me");
+  }
+
+  /** The agents the server knows. */
+  async agents(): Promise<RemoteAgent[]> {
+    return (await this.#request<{ agents: RemoteAgent[] }>("GET", "/api/agents")).agents;
+  }
+
+  /** Starts a run of `workflow` of `agent` (or returns the run of `key`). */
+  async run(
+    agent: string,
+    workflow: string,
+    input: unknown,
+    options: RemoteStartOptions = {},
+  ): Promise<RemoteRunHandle> {
+    const { run, created } = await this.#request<{ run: RunRecord; created: boolean }>("POST", "/api/runs", {
+      agent,
+      workflow,
+      input: input === undefined ? null : input,
+      ...options,
+    });
+    return {
+      id: run.id,
+      created,
+      run,
+      result: async (wait = {}) => {
+        const ended = await this.waitFor(run.id, wait);
+        if (ended.state === "COMPLETED") return ended.output;
+        throw new RunEndedError({ runId: ended.id, state: ended.state as never, error: ended.error });
+      },
+    };
+  }
+
+  /** The run as stored (`RUN_NOT_FOUND` for an unknown id). */
+  async getRun(runId: string): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("GET", `/api/runs/${enc(runId)}`)).run;
+  }
+
+  /** One page of runs, newest first. */
+  listRuns(filter: RemoteRunFilter = {}): Promise<RemoteRunPage> {
+    const query = new URLSearchParams();
+    for (const [key, value] of Object.entries(filter)) {
+      if (value === undefined) continue;
+      query.set(key, Array.isArray(value) ? value.join(",") : String(value));
+    }
+    const text = query.toString();
+    return this.#request("GET", `/api/runs${text ? `?${text}` : ""}`);
+  }
+
+  /** The run with its transitions, steps and waits. */
+  async history(runId: string): Promise<RemoteRunHistory> {
+    const run = await this.getRun(runId);
+    const [transitions, steps, waits] = await Promise.all([
+      this.transitions(runId),
+      this.steps(runId),
+      this.waits(runId),
+    ]);
+    return { run, transitions, steps, waits };
+  }
+
+  /** The run's transition log. */
+  async transitions(runId: string): Promise<TransitionRecord[]> {
+    return (await this.#request<{ transitions: TransitionRecord[] }>("GET", `/api/runs/${enc(runId)}/transitions`))
+      .transitions;
+  }
+
+  /** The run's steps, in seq order. */
+  async steps(runId: string): Promise<StepRecord[]> {
+    return (await this.#request<{ steps: StepRecord[] }>("GET", `/api/runs/${enc(runId)}/steps`)).steps;
+  }
+
+  /** The run's effects (steps that carry an effect record). */
+  async effects(runId: string): Promise<{ seq: number; name: string; effect: EffectRecord }[]> {
+    return (
+      await this.#request<{ effects: { seq: number; name: string; effect: EffectRecord }[] }>(
+        "GET",
+        `/api/runs/${enc(runId)}/effects`,
+      )
+    ).effects;
+  }
+
+  /** The run's waits; approvals are waits of kind `approval`. */
+  async waits(runId: string): Promise<WaitRecord[]> {
+    return (await this.#request<{ waits: WaitRecord[] }>("GET", `/api/runs/${enc(runId)}/waits`)).waits;
+  }
+
+  /** Sends signal `name` to the run (de-duplicated by `messageId`). */
+  signal(
+    runId: string,
+    name: string,
+    payload?: unknown,
+    options: { messageId?: string } = {},
+  ): Promise<{ duplicate: boolean; deliveredTo: string | null; messageId: string }> {
+    return this.#request("POST", `/api/runs/${enc(runId)}/signal`, {
+      name,
+      ...(payload !== undefined && { payload }),
+      ...options,
+    });
+  }
+
+  /** Answers the question `waitId`; an answer that does not match its schema is `INVALID_INPUT`. */
+  async answer(runId: string, waitId: string, value: unknown): Promise<WaitRecord> {
+    return (
+      await this.#request<{ wait: WaitRecord }>("POST", `/api/runs/${enc(runId)}/waits/${enc(waitId)}/answer`, {
+        value: value === undefined ? null : value,
+      })
+    ).wait;
+  }
+
+  /** Approves `approvalId` as the token's subject, on the payload whose digest is `digest`. */
+  approve(runId: string, approvalId: string, options: { digest: string; note?: string }): Promise<WaitRecord> {
+    return this.#decide(runId, approvalId, "approve", options);
+  }
+
+  /** Denies `approvalId` as the token's subject. */
+  deny(runId: string, approvalId: string, options: { digest: string; note?: string }): Promise<WaitRecord> {
+    return this.#decide(runId, approvalId, "deny", options);
+  }
+
+  async #decide(
+    runId: string,
+    approvalId: string,
+    verb: "approve" | "deny",
+    options: { digest: string; note?: string },
+  ): Promise<WaitRecord> {
+    const path = `/api/runs/${enc(runId)}/approvals/${enc(approvalId)}/${verb}`;
+    return (await this.#request<{ wait: WaitRecord }>("POST", path, options)).wait;
+  }
+
+  /** Cancels the run; returns it as the request left it. */
+  async cancel(runId: string, options: { reason?: string } = {}): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/cancel`, options)).run;
+  }
+
+  /** Resumes an interrupted run (or a replay divergence, or a suspended orphan). */
+  async resume(runId: string): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/resume`, {})).run;
+  }
+
+  /** Settles an effect of unknown outcome. */
+  async reconcile(
+    runId: string,
+    effectId: string,
+    options: { outcome: "applied" | "not_applied"; result?: unknown; receipt?: unknown; note?: string },
+  ): Promise<RunRecord> {
+    const path = `/api/runs/${enc(runId)}/effects/${enc(effectId)}/reconcile`;
+    return (await this.#request<{ run: RunRecord }>("POST", path, options)).run;
+  }
+
+  /** Accepts a completed run's outcome. */
+  async accept(runId: string, options: { note?: string } = {}): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/accept`, options)).run;
+  }
+
+  /** Rejects a completed run's outcome. */
+  async reject(runId: string, options: { note?: string } = {}): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/reject`, options)).run;
+  }
+
+  /** The run contract. */
+  exportRun(runId: string): Promise<RunContract> {
+    return this.#request("GET", `/api/runs/${enc(runId)}/contract`);
+  }
+
+  /**
+   * Waits until the run settles (a terminal state or NEEDS_RECONCILIATION) and returns it, looking
+   * every `pollIntervalMs` (default 250).
+   */
+  async waitFor(runId: string, options: { timeoutMs?: number; pollIntervalMs?: number } = {}): Promise<RunRecord> {
+    const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+    for (;;) {
+      const run = await this.getRun(runId);
+      if (isSettled(run.state)) return run;
+      if (Date.now() >= deadline) {
+        throw new CairnHttpError(`run ${runId} is still ${run.state} after ${options.timeoutMs} ms`, {
+          code: "WAIT_TIMEOUT",
+          status: 0,
+        });
+      }
+      await new Promise((r) => setTimeout(r, Math.min(options.pollIntervalMs ?? 250, deadline - Date.now())));
+    }
+  }
+
+  /**
+   * The run's live events — transitions, steps, model output — until it settles (`end`, the last
+   * event). `from` is an event id (not an offset, as `runtime.events` takes): the stream resumes
+   * after it. A dropped connection is resumed from the last id.
+   */
+  events(runId: string, options: RemoteEventsOptions = {}): AsyncIterable<RemoteEvent> {
+    return this.#stream(`/api/runs/${enc(runId)}/events`, options);
+  }
+
+  /** Every run's transitions, live: `ready` first, then `transition` events, until `signal` fires. */
+  allEvents(options: RemoteEventsOptions = {}): AsyncIterable<RemoteEvent> {
+    return this.#stream("/api/events", options);
+  }
+
+  async *#stream(path: string, options: RemoteEventsOptions): AsyncGenerator<RemoteEvent> {
+    let lastId = options.from;
+    let failures = 0;
+    const reconnects = options.reconnects ?? 5;
+    while (!options.signal?.aborted) {
+      let response: Response;
+      try {
+        response = await this.#fetch(this.#base + path, {
+          headers: {
+            Accept: "text/event-stream",
+            ...this.#auth(),
+            ...(lastId !== undefined && { "Last-Event-ID": lastId }),
+          },
+          ...(options.signal && { signal: options.signal }),
+        });
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        if (++failures > reconnects) throw error;
+        await pause(failures);
+        continue;
+      }
+      if (!response.ok) throw CairnHttpError.fromResponse(response.status, await response.text());
+      if (!response.body) throw new CairnHttpError("the event stream has no body", { code: "HTTP_STREAM", status: 0 });
+      try {
+        for await (const raw of readSse(response.body)) {
+          failures = 0;
+          if (raw.id !== undefined) lastId = raw.id;
+          const event = { id: raw.id ?? "", type: raw.event, data: JSON.parse(raw.data) } as RemoteEvent;
+          yield event;
+          if (event.type === "end") return;
+        }
+      } catch (error) {
+        if (options.signal?.aborted) return;
+        if (++failures > reconnects) throw error;
+      }
+      if (options.signal?.aborted) return;
+      await pause(failures);
+    }
+  }
+
+  #auth(): Record<string, string> {
+    return this.#token === undefined ? {} : { Authorization: `Bearer ${this.#token}` };
+  }
+
+  async #request<T>(method: "GET" | "POST", path: string, body?: unknown): Promise<T> {
+    const response = await this.#fetch(this.#base + path, {
+      method,
+      headers: {
+        Accept: "application/json",
+        ...this.#auth(),
+        ...(body !== undefined && { "Content-Type": "application/json" }),
+      },
+      ...(body !== undefined && { body: JSON.stringify(body) }),
+    });
+    const text = await response.text();
+    if (!response.ok) throw CairnHttpError.fromResponse(response.status, text);
+    return (text === "" ? undefined : JSON.parse(text)) as T;
+  }
+}
+
+function enc(segment: string): string {
+  return encodeURIComponent(segment);
+}
+
+function pause(failures: number): Promise<void> {
+  return new Promise((r) => setTimeout(r, Math.min(250 * 2 ** Math.max(0, failures - 1), 5000)));
+}

@@ -1,0 +1,121 @@
+import type { Json } from "../core/records.ts";
+import { actorOf } from "./auth.ts";
+import {
+  acceptRoute,
+  answerRoute,
+  approveRoute,
+  cancelRoute,
+  denyRoute,
+  reconcileRoute,
+  rejectRoute,
+  resumeRoute,
+  signalRoute,
+  startRunRoute,
+} from "./routes.ts";
+import { type ServerApp, type ServerContext, wire } from "./server-context.ts";
+
+/**
+ * The mutating routes. Each passes the token's subject as the actor (`by`) to the runtime
+ * operation, so the transition log, the approval's decider and the verdict name who did it; the
+ * bodies cannot name anyone (strict schemas).
+ */
+export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void {
+  const { runtime } = ctx;
+
+  app.openapi(startRunRoute, async (c) => {
+    const body = c.req.valid("json");
+    const handle = await runtime.run(body.agent, body.workflow, body.input, {
+      by: actorOf(c.get("principal")),
+      ...(body.key !== undefined && { key: body.key }),
+      ...(body.budget !== undefined && { budget: stripUndefined(body.budget) }),
+      ...(body.meta !== undefined && { meta: body.meta as Record<string, Json> }),
+      ...(body.job !== undefined && { job: stripUndefined(body.job) }),
+    });
+    const run = await runtime.getRun(handle.id);
+    return handle.created ? c.json(wire({ run, created: true }), 201) : c.json(wire({ run, created: false }), 200);
+  });
+
+  app.openapi(signalRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const result = await runtime.signal(id, body.name, body.payload, {
+      by: actorOf(c.get("principal")),
+      ...(body.messageId !== undefined && { messageId: body.messageId }),
+    });
+    return c.json(wire(result), 200);
+  });
+
+  app.openapi(answerRoute, async (c) => {
+    const { id, waitId } = c.req.valid("param");
+    const { value } = c.req.valid("json");
+    const wait = await runtime.answer(id, waitId, value, { by: actorOf(c.get("principal")) });
+    return c.json(wire({ wait }), 200);
+  });
+
+  for (const [route, decide] of [
+    [approveRoute, runtime.approve.bind(runtime)],
+    [denyRoute, runtime.deny.bind(runtime)],
+  ] as const) {
+    app.openapi(route, async (c) => {
+      const { id, waitId } = c.req.valid("param");
+      const { digest, note } = c.req.valid("json");
+      // The decider is who the token says, never the body: the runtime refuses one that is not
+      // among the approval's approvers.
+      const wait = await decide(id, waitId, {
+        by: actorOf(c.get("principal")),
+        digest,
+        ...(note !== undefined && { note }),
+      });
+      return c.json(wire({ wait }), 200);
+    });
+  }
+
+  app.openapi(cancelRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const { reason } = c.req.valid("json");
+    const run = await runtime.cancel(id, {
+      by: actorOf(c.get("principal")),
+      ...(reason !== undefined && { reason }),
+    });
+    return c.json(wire({ run }), 200);
+  });
+
+  app.openapi(resumeRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    c.req.valid("json");
+    await runtime.resume(id, { by: actorOf(c.get("principal")) });
+    return c.json(wire({ run: await runtime.getRun(id) }), 200);
+  });
+
+  app.openapi(reconcileRoute, async (c) => {
+    const { id, effectId } = c.req.valid("param");
+    const body = c.req.valid("json");
+    const run = await runtime.reconcile(id, effectId, {
+      outcome: body.outcome,
+      by: actorOf(c.get("principal")),
+      ...("result" in body && { result: body.result }),
+      ...("receipt" in body && { receipt: body.receipt }),
+      ...(body.note !== undefined && { note: body.note }),
+    });
+    return c.json(wire({ run }), 200);
+  });
+
+  for (const [route, verdict] of [
+    [acceptRoute, runtime.accept.bind(runtime)],
+    [rejectRoute, runtime.reject.bind(runtime)],
+  ] as const) {
+    app.openapi(route, async (c) => {
+      const { id } = c.req.valid("param");
+      const { note } = c.req.valid("json");
+      const run = await verdict(id, { by: actorOf(c.get("principal")), ...(note !== undefined && { note }) });
+      return c.json(wire({ run }), 200);
+    });
+  }
+}
+
+/** The fields that are set (`exactOptionalPropertyTypes`: an absent field is not `undefined`). */
+function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T[K], undefined> } {
+  return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as {
+    [K in keyof T]: Exclude<T[K], undefined>;
+  };
+}

@@ -1,0 +1,175 @@
+import { randomBytes } from "node:crypto";
+import { OpenAPIHono } from "@hono/zod-openapi";
+import type { AgentDefinition } from "../agent/agent.ts";
+import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
+import { consoleLogger, type Logger } from "../runtime/logger.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { registerActionHandlers } from "./action-handlers.ts";
+import {
+  authenticate,
+  LOCAL_ADMIN,
+  type Principal,
+  type ServerEnv,
+  TokenAuthenticator,
+  type TokenConfig,
+} from "./auth.ts";
+import { ApiError, sendError } from "./errors.ts";
+import { registerEventHandlers } from "./event-handlers.ts";
+import { DEFAULT_BODY_LIMIT_BYTES } from "./json-body.ts";
+import { registerReadHandlers } from "./read-handlers.ts";
+import { RunFeed } from "./run-feed.ts";
+import type { ServerContext } from "./server-context.ts";
+import { staticFiles } from "./static-files.ts";
+
+/**
+ * `createServer`: the HTTP API (see routes.ts for the route contract) on a runtime, as a Hono app.
+ * Nothing listens until `serve` (serve.ts) or any other Hono adapter is given its `fetch`.
+ */
+
+/** Options of {@link createServer}. */
+export interface ServerOptions {
+  /**
+   * The bearer tokens (`loadTokens`). Without any, authentication is off: every request acts as
+   * the local admin, and `serve` listens on loopback only. @default []
+   */
+  tokens?: readonly TokenConfig[];
+  /**
+   * Who every request is when no tokens are configured (an admin): the actor recorded for what
+   * it does, and the decider of approvals (`cairn dev --as finance-lead`). Ignored with tokens.
+   * @default "local"
+   */
+  localSubject?: string;
+  /**
+   * The agents `GET /api/agents` lists — usually the runtime's own. Runs of other agents can
+   * still be read and acted on. @default []
+   */
+  agents?: readonly AgentLike[];
+  /** Largest request body, in bytes (413 BODY_TOO_LARGE above). @default 1048576 (1 MiB) */
+  bodyLimitBytes?: number;
+  /** A folder of static files (the dashboard) served outside /api, with index.html for unknown paths. @default none */
+  staticRoot?: string;
+  /** Where unexpected failures are logged. @default warnings and errors to stderr */
+  logger?: Logger;
+  /** How often a run's event stream looks at the run (it also wakes on this process's transitions). @default 250 */
+  pollIntervalMs?: number;
+  /** How often the all-runs event stream looks for transitions made by other processes. @default 1000 */
+  feedPollIntervalMs?: number;
+  /** Heartbeat comments of the event streams. @default 15000 */
+  heartbeatMs?: number;
+  /** Runs one page of `GET /api/runs` looks at, at most (a selective filter may give short pages). @default 5000 */
+  listScanLimit?: number;
+}
+
+/** A server made by {@link createServer}. */
+export interface CairnServer {
+  /** The Hono app: `app.request(path, init)` serves a request in-process (tests). */
+  readonly app: OpenAPIHono<ServerEnv>;
+  /** `token` when tokens are configured, `none` when every request acts as the local admin. */
+  readonly auth: "token" | "none";
+  /** Serves one request (what an adapter such as `@hono/node-server` is given). */
+  fetch(request: Request): Promise<Response>;
+  /** Stops the all-runs event feed. Open streams end when their clients go. */
+  close(): void;
+}
+
+/**
+ * The HTTP API on `runtime`: runs, their records and acts on them, live events, the OpenAPI
+ * document at /openapi.json, and optionally the dashboard's static files.
+ *
+ * @example
+ * const runtime = new Runtime({ agents: [reportBuilder], backend: new SqliteBackend({ path: ".cairn/cairn.db" }) });
+ * const server = createServer(runtime, { agents: [reportBuilder], tokens: loadTokens() });
+ * const listening = await serve(server, { port: 4000 });
+ * console.log(`listening on ${listening.url}`);
+ */
+export function createServer(runtime: Runtime, options: ServerOptions = {}): CairnServer {
+  const logger = options.logger ?? consoleLogger;
+  const authenticator = new TokenAuthenticator(options.tokens ?? []);
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  if (!(Number.isSafeInteger(bodyLimitBytes) && bodyLimitBytes > 0)) {
+    throw new RangeError(
+      `bodyLimitBytes must be a positive whole number of bytes (got ${String(options.bodyLimitBytes)})`,
+    );
+  }
+  const localSubject = options.localSubject ?? LOCAL_ADMIN.subject;
+  if (localSubject.trim() === "") throw new RangeError("localSubject must name someone (e.g. your user name)");
+  const local: Principal = Object.freeze({ ...LOCAL_ADMIN, subject: localSubject });
+  const feed = new RunFeed(runtime, { pollIntervalMs: options.feedPollIntervalMs ?? 1000, logger });
+  const ctx: ServerContext = {
+    runtime,
+    agents: (options.agents ?? []).map((a): AgentDefinition => toAgentDefinition(a)),
+    feed,
+    boot: randomBytes(4).toString("hex"),
+    logger,
+    pollIntervalMs: options.pollIntervalMs ?? 250,
+    heartbeatMs: options.heartbeatMs ?? 15_000,
+    listScanLimit: options.listScanLimit ?? 5000,
+  };
+
+  const app = new OpenAPIHono<ServerEnv>({
+    defaultHook: (result) => {
+      if (!result.success) throw invalid(result.target, result.error.issues);
+    },
+  });
+  app.onError((error, c) => {
+    const response = sendError(c, error);
+    if (response.status === 500) {
+      logger.error(`${c.req.method} ${c.req.path} failed`, { error: error.stack ?? String(error) });
+    }
+    return response;
+  });
+  app.notFound((c) =>
+    sendError(
+      c,
+      new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}; the routes are listed at /openapi.json`),
+    ),
+  );
+  app.use("/api/*", async (c, next) => {
+    c.set("bodyLimitBytes", bodyLimitBytes);
+    return next();
+  });
+  app.use("/api/*", authenticate(authenticator, local));
+
+  registerReadHandlers(app, ctx);
+  registerActionHandlers(app, ctx);
+  registerEventHandlers(app, ctx);
+
+  app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
+  app.doc("/openapi.json", {
+    openapi: "3.0.3",
+    info: {
+      title: "Cairn",
+      version: "1",
+      description:
+        "The HTTP API of a Cairn runtime: runs, their transitions, steps, effects, waits and approvals, the acts on them, and live events.",
+    },
+  });
+
+  if (options.staticRoot !== undefined) {
+    const [skipApi, file, index] = staticFiles(options.staticRoot);
+    app.get("*", skipApi, file, index);
+  }
+
+  return {
+    app,
+    auth: authenticator.enabled ? "token" : "none",
+    fetch: async (request) => app.fetch(request),
+    close: () => feed.close(),
+  };
+}
+
+/** A validation failure of the request's `target` (json, query, param) as INVALID_INPUT. */
+function invalid(target: string, issues: readonly { path: readonly PropertyKey[]; message: string; code?: string }[]) {
+  const where = target === "json" ? "body" : target === "param" ? "path" : target;
+  const details = issues.map((i) => ({ path: i.path.map(String), message: i.message }));
+  const text = details
+    .map((i) => {
+      const hint =
+        /^Unrecognized key/.test(i.message) && /"(by|actor)"/.test(i.message)
+          ? " (who acts is taken from the bearer token, never from the body)"
+          : "";
+      return `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}${hint}`;
+    })
+    .join("; ");
+  return new ApiError("INVALID_INPUT", `invalid request ${where}: ${text}`, { target: where, issues: details });
+}

@@ -1,0 +1,66 @@
+import { allEventsRoute, runEventsRoute } from "./routes.ts";
+import { parseRunEventId, produceRunEvents } from "./run-stream.ts";
+import type { ServerApp, ServerContext } from "./server-context.ts";
+import { sseResponse, Wakeup } from "./sse.ts";
+
+/**
+ * The two event streams (Server-Sent Events). `GET /api/runs/:id/events`: see run-stream.ts.
+ * `GET /api/events`: every run's transitions from the {@link RunFeed}; the first event is `ready`
+ * (`{ resumed }`), then `transition` events with ids `<boot>.<seq>`. A Last-Event-ID (or `?from=`)
+ * of this server process that is still kept resumes exactly after it; any other gets
+ * `ready { resumed: false }` — reload what you show — and the stream goes on from now.
+ */
+export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void {
+  const onError = (error: unknown) => ctx.logger.warn("an event stream failed", { error: String(error) });
+
+  app.openapi(runEventsRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    // Unknown run: a JSON 404, before any stream opens.
+    const run = await ctx.runtime.getRun(id);
+    const cursor = parseRunEventId(c.req.header("last-event-id") ?? c.req.valid("query").from, ctx.boot);
+    return sseResponse(
+      (send, signal) =>
+        produceRunEvents(
+          { runtime: ctx.runtime, boot: ctx.boot, pollIntervalMs: ctx.pollIntervalMs },
+          run,
+          cursor,
+          send,
+          signal,
+        ),
+      { heartbeatMs: ctx.heartbeatMs, signal: c.req.raw.signal, onError },
+    );
+  });
+
+  app.openapi(allEventsRoute, async (c) => {
+    const lastId = c.req.header("last-event-id") ?? c.req.valid("query").from;
+    const wakeup = new Wakeup();
+    const unsubscribe = await ctx.feed.subscribe(() => wakeup.wake());
+    return sseResponse(
+      async (send, signal) => {
+        try {
+          const match = lastId === undefined ? null : /^([\w-]+)\.(\d+)$/.exec(lastId.trim());
+          const resumed = match?.[1] === ctx.boot ? ctx.feed.entriesAfter(Number(match[2])) : undefined;
+          let seq = resumed === undefined ? ctx.feed.lastSeq : Number(match?.[2]);
+          send({ id: `${ctx.boot}.${seq}`, event: "ready", data: { resumed: resumed !== undefined } });
+          while (!signal.aborted) {
+            const entries = ctx.feed.entriesAfter(seq);
+            if (entries === undefined) {
+              // This client fell further behind than the feed keeps.
+              seq = ctx.feed.lastSeq;
+              send({ id: `${ctx.boot}.${seq}`, event: "ready", data: { resumed: false } });
+              continue;
+            }
+            for (const entry of entries) {
+              seq = entry.seq;
+              send({ id: `${ctx.boot}.${entry.seq}`, event: "transition", data: entry.data });
+            }
+            await wakeup.sleep(ctx.heartbeatMs, signal);
+          }
+        } finally {
+          unsubscribe();
+        }
+      },
+      { heartbeatMs: ctx.heartbeatMs, signal: c.req.raw.signal, onError },
+    );
+  });
+}

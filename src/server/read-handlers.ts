@@ -1,0 +1,74 @@
+import type { EffectRecord } from "../core/records.ts";
+import {
+  agentsRoute,
+  contractRoute,
+  effectsRoute,
+  getRunRoute,
+  listRunsRoute,
+  meRoute,
+  stepsRoute,
+  transitionsRoute,
+  waitsRoute,
+} from "./routes.ts";
+import { listRunPage } from "./run-list.ts";
+import { type ServerApp, type ServerContext, wire } from "./server-context.ts";
+
+/** The GET routes: who am I, agents, runs and what is recorded about each (see routes.ts). */
+export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
+  const { runtime } = ctx;
+
+  app.openapi(meRoute, (c) => {
+    const { subject, roles, auth } = c.get("principal");
+    return c.json({ subject, roles: [...roles], auth }, 200);
+  });
+
+  app.openapi(agentsRoute, (c) =>
+    c.json(
+      {
+        agents: ctx.agents.map((a) => ({
+          name: a.name,
+          description: a.description,
+          version: a.version,
+          workflows: Object.keys(a.workflows),
+        })),
+      },
+      200,
+    ),
+  );
+
+  app.openapi(listRunsRoute, async (c) => {
+    const page = await listRunPage(runtime, c.req.valid("query"), { scanLimit: ctx.listScanLimit });
+    return c.json(wire(page), 200);
+  });
+
+  app.openapi(getRunRoute, async (c) => c.json(wire({ run: await runtime.getRun(c.req.valid("param").id) }), 200));
+
+  app.openapi(transitionsRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    await runtime.getRun(id);
+    return c.json(wire({ transitions: await runtime.backend.listTransitions(id) }), 200);
+  });
+
+  app.openapi(stepsRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    await runtime.getRun(id);
+    return c.json(wire({ steps: await runtime.backend.loadSteps(id) }), 200);
+  });
+
+  app.openapi(effectsRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    await runtime.getRun(id);
+    const steps = await runtime.backend.loadSteps(id);
+    const effects = steps
+      .filter((s): s is typeof s & { effect: EffectRecord } => s.effect !== undefined)
+      .map((s) => ({ seq: s.seq, name: s.name, effect: s.effect }));
+    return c.json(wire({ effects }), 200);
+  });
+
+  app.openapi(waitsRoute, async (c) => c.json(wire({ waits: await runtime.waits(c.req.valid("param").id) }), 200));
+
+  app.openapi(contractRoute, async (c) => {
+    const contract = await runtime.exportRun(c.req.valid("param").id);
+    return c.json(wire(contract), 200);
+  });
+}

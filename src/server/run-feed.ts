@@ -1,0 +1,234 @@
+import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import { RUN_STATES, type RunState } from "../core/run-state.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import { type TransitionEventData, transitionEventData } from "./run-stream.ts";
+
+/**
+ * The transitions of every run, for `GET /api/events`. The backend has no global transition feed
+ * (transitions are listed per run, runs by creation time), so this builds one:
+ *
+ * - transitions this process records arrive through `runtime.onTransition` at once;
+ * - transitions other processes record (a `cairn worker` on the same database) are found by
+ *   polling every `pollIntervalMs`: the runs in a state that can still move (every state but
+ *   COMPLETED, FAILED, BLOCKED, CANCELLED, COMPENSATED; at most `maxWatchedRuns`), the newest
+ *   100 runs, and the runs that were open at the previous look, each compared by
+ *   `lastTransitionId` with what was sent; a run that moved has its new transitions read.
+ *
+ * A run's transitions are sent in id order without gaps (a transition heard of out of order makes
+ * its run be read again). Every transition gets the next number of this feed; the last
+ * `capacity` are kept, so a client that reconnects with `Last-Event-ID: <boot>.<seq>` gets what it
+ * missed, exactly, as long as this process is the one that numbered it and has kept it. The feed
+ * watches while a client is connected and `lingerMs` after the last one left (so reconnects find
+ * no gap); a transition made by another process while nobody watched, of a run that was finished
+ * (FAILED resumed) and is older than the newest 100, is found only once it is open again.
+ */
+
+/** One transition of the feed. */
+export interface FeedEntry {
+  seq: number;
+  data: TransitionEventData;
+}
+
+/** Options of {@link RunFeed}. */
+export interface RunFeedOptions {
+  /** @default 1000 */
+  pollIntervalMs?: number;
+  /** @default 60000 */
+  lingerMs?: number;
+  /** Transitions kept for clients that reconnect. @default 10000 */
+  capacity?: number;
+  /** Open runs looked at per poll, at most. @default 5000 */
+  maxWatchedRuns?: number;
+  logger?: Logger;
+}
+
+const FINAL: ReadonlySet<RunState> = new Set(["COMPLETED", "FAILED", "BLOCKED", "CANCELLED", "COMPENSATED"]);
+const MOVABLE: readonly RunState[] = RUN_STATES.filter((s) => !FINAL.has(s));
+const RECENT = 100;
+const PAGE = 500;
+/** Runs whose last transition id is remembered, at most (the oldest remembered is forgotten first). */
+const KNOWN_RUNS = 50_000;
+
+/** The all-runs transition feed of one server. */
+export class RunFeed {
+  readonly #runtime: Runtime;
+  readonly #pollMs: number;
+  readonly #lingerMs: number;
+  readonly #capacity: number;
+  readonly #maxWatched: number;
+  readonly #logger: Logger | undefined;
+  readonly #entries: FeedEntry[] = [];
+  #nextSeq = 1;
+  /** The first seq after the last gap (a time nobody watched): older ids cannot be resumed. */
+  #resumableAfter = 0;
+  readonly #known = new Map<string, number>();
+  #open = new Set<string>();
+  readonly #listeners = new Set<() => void>();
+  #active = false;
+  #ready: Promise<void> = Promise.resolve();
+  #baselineAt = 0;
+  #queue: Promise<void> = Promise.resolve();
+  #timer: ReturnType<typeof setInterval> | undefined;
+  #linger: ReturnType<typeof setTimeout> | undefined;
+  #stopListening: (() => void) | undefined;
+
+  constructor(runtime: Runtime, options: RunFeedOptions = {}) {
+    this.#runtime = runtime;
+    this.#pollMs = options.pollIntervalMs ?? 1000;
+    this.#lingerMs = options.lingerMs ?? 60_000;
+    this.#capacity = options.capacity ?? 10_000;
+    this.#maxWatched = options.maxWatchedRuns ?? 5000;
+    this.#logger = options.logger;
+  }
+
+  /** The seq of the newest transition (0 before any). */
+  get lastSeq(): number {
+    return this.#nextSeq - 1;
+  }
+
+  /**
+   * Starts watching (if not already) and calls `listener` after each new transition; resolves
+   * once the feed knows where every run stands. Returns the function that stops listening.
+   */
+  async subscribe(listener: () => void): Promise<() => void> {
+    clearTimeout(this.#linger);
+    this.#listeners.add(listener);
+    if (!this.#active) this.#activate();
+    await this.#ready;
+    let subscribed = true;
+    return () => {
+      if (!subscribed) return;
+      subscribed = false;
+      this.#listeners.delete(listener);
+      if (this.#listeners.size === 0) {
+        this.#linger = setTimeout(() => this.#deactivate(), this.#lingerMs);
+        this.#linger.unref?.();
+      }
+    };
+  }
+
+  /** The transitions after `seq`, or undefined when they are not all kept (a gap or too old). */
+  entriesAfter(seq: number): FeedEntry[] | undefined {
+    if (seq > this.lastSeq || seq < this.#resumableAfter) return undefined;
+    const first = this.#entries[0]?.seq ?? this.#nextSeq;
+    if (seq < first - 1) return undefined;
+    return this.#entries.slice(seq - first + 1);
+  }
+
+  /** Stops watching at once. */
+  close(): void {
+    clearTimeout(this.#linger);
+    this.#listeners.clear();
+    this.#deactivate();
+  }
+
+  #activate(): void {
+    this.#active = true;
+    this.#baselineAt = Date.now();
+    // Whatever happened while nobody watched is not in the buffer: ids given before cannot resume.
+    // A number is skipped so that no id given before this start equals one given after it.
+    this.#entries.length = 0;
+    this.#nextSeq += 1;
+    this.#resumableAfter = this.lastSeq;
+    this.#stopListening = this.#runtime.onTransition((t, run) => {
+      void this.#enqueue(() => this.#heard(t, run));
+    });
+    this.#ready = this.#enqueue(() => this.#look(true));
+    this.#timer = setInterval(() => void this.#enqueue(() => this.#look(false)), this.#pollMs);
+    this.#timer.unref?.();
+  }
+
+  #deactivate(): void {
+    if (!this.#active) return;
+    this.#active = false;
+    clearInterval(this.#timer);
+    this.#stopListening?.();
+    this.#known.clear();
+    this.#open.clear();
+  }
+
+  /** Runs `work` after what is queued: one look or sync at a time, so nothing is sent twice. */
+  #enqueue(work: () => Promise<void>): Promise<void> {
+    const next = this.#queue.then(async () => {
+      if (!this.#active) return;
+      await work().catch((error: unknown) =>
+        this.#logger?.warn("the all-runs event feed could not read the runs; it tries again", {
+          error: String(error),
+        }),
+      );
+    });
+    this.#queue = next;
+    return next;
+  }
+
+  /** A transition this process recorded. */
+  async #heard(t: TransitionRecord, run: RunRecord): Promise<void> {
+    const known = this.#known.get(run.id);
+    if (known !== undefined && t.id <= known) return;
+    if ((known ?? 0) === t.id - 1) {
+      this.#push(t, run);
+      this.#remember(run.id, t.id);
+      return;
+    }
+    await this.#sync(run, known);
+  }
+
+  /** Looks at the runs that may have moved; the first look only learns where they stand. */
+  async #look(initial: boolean): Promise<void> {
+    const runs = new Map<string, RunRecord>();
+    const open = new Set<string>();
+    for (let offset = 0; offset < this.#maxWatched; offset += PAGE) {
+      const page = await this.#runtime.listRuns({
+        state: MOVABLE,
+        limit: Math.min(PAGE, this.#maxWatched - offset),
+        offset,
+      });
+      for (const run of page) {
+        runs.set(run.id, run);
+        open.add(run.id);
+      }
+      if (page.length < PAGE) break;
+    }
+    for (const run of await this.#runtime.listRuns({ limit: RECENT })) runs.set(run.id, run);
+    for (const id of this.#open) {
+      if (runs.has(id)) continue;
+      const run = await this.#runtime.backend.getRun(id);
+      if (run) runs.set(id, run);
+    }
+    this.#open = open;
+    for (const run of runs.values()) {
+      const known = this.#known.get(run.id);
+      if (initial) this.#remember(run.id, run.lastTransitionId);
+      else if (known !== run.lastTransitionId) await this.#sync(run, known);
+    }
+  }
+
+  /** Sends the run's transitions after `known` (for a run not known: those since the feed began watching). */
+  async #sync(run: RunRecord, known: number | undefined): Promise<void> {
+    const transitions = await this.#runtime.backend.listTransitions(run.id);
+    let last = known ?? 0;
+    for (const t of transitions) {
+      if (t.id <= last) continue;
+      const fresh = known !== undefined || run.createdAt >= this.#baselineAt || t.at >= this.#baselineAt;
+      if (fresh) this.#push(t, run);
+      last = t.id;
+    }
+    this.#remember(run.id, last);
+  }
+
+  #push(t: TransitionRecord, run: RunRecord): void {
+    this.#entries.push({ seq: this.#nextSeq++, data: transitionEventData(t, run) });
+    if (this.#entries.length > this.#capacity) this.#entries.splice(0, this.#entries.length - this.#capacity);
+    for (const listener of [...this.#listeners]) listener();
+  }
+
+  #remember(runId: string, transitionId: number): void {
+    this.#known.delete(runId);
+    this.#known.set(runId, transitionId);
+    if (this.#known.size > KNOWN_RUNS) {
+      const oldest = this.#known.keys().next().value;
+      if (oldest !== undefined) this.#known.delete(oldest);
+    }
+  }
+}

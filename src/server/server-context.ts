@@ -1,0 +1,36 @@
+import type { OpenAPIHono } from "@hono/zod-openapi";
+import type { AgentDefinition } from "../agent/agent.ts";
+import type { Logger } from "../runtime/logger.ts";
+import type { Runtime } from "../runtime/runtime.ts";
+import type { ServerEnv } from "./auth.ts";
+import type { RunFeed } from "./run-feed.ts";
+
+/** What the route handlers share: the runtime, the agents it knows and the server's settings. */
+export interface ServerContext {
+  runtime: Runtime;
+  /** The agents `GET /api/agents` lists. */
+  agents: readonly AgentDefinition[];
+  /** The all-runs transition feed. */
+  feed: RunFeed;
+  /** This server process's id in event ids (model offsets and feed sequences restart with it). */
+  boot: string;
+  logger: Logger;
+  /** Per-run event streams look at the run this often (plus at once on this process's transitions). */
+  pollIntervalMs: number;
+  /** Heartbeat comment interval of the event streams. */
+  heartbeatMs: number;
+  /** Runs a page of `GET /api/runs` looks at, at most. */
+  listScanLimit: number;
+}
+
+/** The Hono app the handlers are registered on. */
+export type ServerApp = OpenAPIHono<ServerEnv>;
+
+/**
+ * A record as the handlers send it. The response schemas (schemas.ts) document the records of
+ * core/records.ts for /openapi.json; their TypeScript types come from `core/records.ts`, not from
+ * the schemas, whose JSON-value and optional fields cannot match them exactly.
+ */
+export function wire(value: unknown): any {
+  return value;
+}
