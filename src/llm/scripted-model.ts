@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from "node:timers/promises";
 import type { GenerateRequest, ModelResponse } from "../core/context.ts";
 import type { Json } from "../core/records.ts";
 import type { ModelCallOptions, ModelProvider } from "./model-provider.ts";
@@ -61,7 +62,7 @@ export class ScriptedModel implements ModelProvider {
     const text = turn.text ?? "";
     if (options?.onText) {
       for (const word of text.match(/\S+\s*/g) ?? []) {
-        if (this.#delayMs > 0) await sleep(this.#delayMs, options.signal);
+        if (this.#delayMs > 0) await sleep(this.#delayMs, undefined, { signal: options.signal });
         options.onText(word);
       }
     }
@@ -92,19 +93,4 @@ function countTokens(text: string): number {
 function defaultReply(prompt: string): string {
   const words = prompt.split(/\s+/).filter(Boolean);
   return `Summary of ${words.length} words: ${words.slice(0, 12).join(" ")}${words.length > 12 ? " …" : ""}`;
-}
-
-function sleep(ms: number, signal: AbortSignal): Promise<void> {
-  return new Promise((resolve, reject) => {
-    if (signal.aborted) return reject(signal.reason);
-    const timer = setTimeout(() => {
-      signal.removeEventListener("abort", onAbort);
-      resolve();
-    }, ms);
-    const onAbort = () => {
-      clearTimeout(timer);
-      reject(signal.reason);
-    };
-    signal.addEventListener("abort", onAbort, { once: true });
-  });
 }

@@ -163,6 +163,11 @@ export class Runtime {
     }
   }
 
+  /** The agents this runtime runs, in the order they were given. */
+  get agents(): readonly AgentDefinition[] {
+    return [...this.#agents.values()];
+  }
+
   /** The worker id of this runtime's worker (shown in transitions it makes). */
   get workerId(): string | undefined {
     return this.#worker?.id;

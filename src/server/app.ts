@@ -40,8 +40,8 @@ export interface ServerOptions {
    */
   localSubject?: string;
   /**
-   * The agents `GET /api/agents` lists — usually the runtime's own. Runs of other agents can
-   * still be read and acted on. @default []
+   * The agents `GET /api/agents` lists. Runs of other agents can still be read and acted on.
+   * @default the runtime's agents
    */
   agents?: readonly AgentLike[];
   /** Largest request body, in bytes (413 BODY_TOO_LARGE above). @default 1048576 (1 MiB) */
@@ -97,7 +97,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
   const feed = new RunFeed(runtime, { pollIntervalMs: options.feedPollIntervalMs ?? 1000, logger });
   const ctx: ServerContext = {
     runtime,
-    agents: (options.agents ?? []).map((a): AgentDefinition => toAgentDefinition(a)),
+    agents: options.agents ? options.agents.map((a): AgentDefinition => toAgentDefinition(a)) : [...runtime.agents],
     feed,
     boot: randomBytes(4).toString("hex"),
     logger,

@@ -111,7 +111,6 @@ async function start(
   }
   const dashboard = existsSync(join(DASHBOARD, "index.html")) ? DASHBOARD : undefined;
   const server = createServer(runtime, {
-    agents: [...merged.agents.values()],
     tokens,
     ...(dashboard !== undefined && { staticRoot: dashboard }),
     ...(values.as !== undefined && { localSubject: values.as as string }),
