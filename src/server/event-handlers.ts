@@ -1,7 +1,8 @@
 import { allEventsRoute, runEventsRoute } from "./routes.ts";
+import type { FeedEntry } from "./run-feed.ts";
 import { parseRunEventId, produceRunEvents } from "./run-stream.ts";
 import type { ServerApp, ServerContext } from "./server-context.ts";
-import { sseResponse, Wakeup } from "./sse.ts";
+import { encodeEvent, sseResponse, Wakeup } from "./sse.ts";
 
 /**
  * The two event streams (Server-Sent Events). `GET /api/runs/:id/events`: see run-stream.ts.
@@ -31,6 +32,17 @@ export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void 
     );
   });
 
+  // Each transition of the feed is formatted once, for every client of GET /api/events.
+  const encoded = new WeakMap<FeedEntry, Uint8Array>();
+  const wireOf = (entry: FeedEntry): Uint8Array => {
+    let bytes = encoded.get(entry);
+    if (bytes === undefined) {
+      bytes = encodeEvent({ id: `${ctx.boot}.${entry.seq}`, event: "transition", data: entry.data });
+      encoded.set(entry, bytes);
+    }
+    return bytes;
+  };
+
   app.openapi(allEventsRoute, async (c) => {
     const lastId = c.req.header("last-event-id") ?? c.req.valid("query").from;
     const wakeup = new Wakeup();
@@ -52,7 +64,7 @@ export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void 
             }
             for (const entry of entries) {
               seq = entry.seq;
-              send({ id: `${ctx.boot}.${entry.seq}`, event: "transition", data: entry.data });
+              send(wireOf(entry));
             }
             await wakeup.sleep(ctx.heartbeatMs, signal);
           }

@@ -13,8 +13,11 @@ export interface SseEvent {
   data: unknown;
 }
 
-/** What a producer writes to. */
-export type SseSend = (event: SseEvent) => void;
+/**
+ * What a producer writes to: an event, or one already in its wire form ({@link encodeEvent}) —
+ * what a producer sends to many streams is formatted once, not once per stream.
+ */
+export type SseSend = (event: SseEvent | Uint8Array) => void;
 
 /** Options of {@link sseResponse}. */
 export interface SseOptions {
@@ -32,7 +35,6 @@ export function sseResponse(
   options: SseOptions = {},
 ): Response {
   const abort = new AbortController();
-  const encoder = new TextEncoder();
   let heartbeat: ReturnType<typeof setInterval> | undefined;
   const onRequestAbort = () => abort.abort();
   const stop = () => {
@@ -42,10 +44,10 @@ export function sseResponse(
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
       let open = true;
-      const write = (text: string) => {
+      const write = (chunk: Uint8Array) => {
         if (!open) return;
         try {
-          controller.enqueue(encoder.encode(text));
+          controller.enqueue(chunk);
         } catch {
           open = false;
           abort.abort();
@@ -54,10 +56,10 @@ export function sseResponse(
       options.signal?.addEventListener("abort", onRequestAbort, { once: true });
       if (options.signal?.aborted) abort.abort();
       // Reconnect soon after a dropped connection (the browser's default is 3 s).
-      write("retry: 1000\n\n");
-      heartbeat = setInterval(() => write(": heartbeat\n\n"), options.heartbeatMs ?? 15_000);
+      write(encoder.encode("retry: 1000\n\n"));
+      heartbeat = setInterval(() => write(encoder.encode(": heartbeat\n\n")), options.heartbeatMs ?? 15_000);
       heartbeat.unref?.();
-      const send: SseSend = (event) => write(formatEvent(event));
+      const send: SseSend = (event) => write(event instanceof Uint8Array ? event : encodeEvent(event));
       produce(send, abort.signal)
         .catch((error: unknown) => {
           if (!abort.signal.aborted) options.onError?.(error);
@@ -90,15 +92,27 @@ export function sseResponse(
   });
 }
 
+const encoder = new TextEncoder();
+
 /** The wire form of one event. */
 export function formatEvent(event: SseEvent): string {
   return `id: ${event.id}\nevent: ${event.event}\ndata: ${JSON.stringify(event.data)}\n\n`;
 }
 
-/** Resolves after `ms`, or at once when `signal` fires or `wake` is called. */
+/** The wire form of one event, encoded: it can be sent to any number of streams (none alters it). */
+export function encodeEvent(event: SseEvent): Uint8Array {
+  return encoder.encode(formatEvent(event));
+}
+
+/**
+ * Resolves after `ms`, or at once when `signal` fires or `wake` is called. The abort listener is
+ * added once per signal (a loop that sleeps after every event adds and removes none per sleep).
+ */
 export class Wakeup {
   #pending: (() => void) | undefined;
   #flag = false;
+  #signal: AbortSignal | undefined;
+  readonly #onAbort = () => this.#pending?.();
 
   /** Wakes the current (or next) {@link Wakeup.sleep}. */
   wake(): void {
@@ -111,17 +125,19 @@ export class Wakeup {
       this.#flag = false;
       return Promise.resolve();
     }
+    if (this.#signal !== signal) {
+      this.#signal?.removeEventListener("abort", this.#onAbort);
+      this.#signal = signal;
+      signal.addEventListener("abort", this.#onAbort, { once: true });
+    }
     return new Promise((resolve) => {
-      const done = () => {
+      const timer = setTimeout(() => this.#pending?.(), ms);
+      this.#pending = () => {
         clearTimeout(timer);
-        signal.removeEventListener("abort", done);
         this.#pending = undefined;
         this.#flag = false;
         resolve();
       };
-      const timer = setTimeout(done, ms);
-      signal.addEventListener("abort", done, { once: true });
-      this.#pending = done;
     });
   }
 }
