@@ -18,6 +18,12 @@ export interface EnvelopeHost {
   randomUUID(): string;
   /** Uniform in [0, 1): used for recorded `ctx.random()` and retry jitter. */
   random(): number;
+  /**
+   * A turn of the event loop for everything else when this process has been busy for a while
+   * (undefined when it has not): awaited before each new step, so a run whose steps never wait
+   * on I/O does not hold up HTTP requests, timers and other runs for its whole length.
+   */
+  breathe?(): Promise<void> | undefined;
   /** Resolves after `ms`, or rejects with the signal's reason when it fires. */
   sleep(ms: number, signal: AbortSignal): Promise<void>;
   /** Stores steps in one transaction (fenced); `sync` asks for a synchronous commit. */

@@ -117,6 +117,8 @@ export async function executeStep<R>(options: {
   effect?: EffectSpec | undefined;
 }): Promise<R> {
   const { step, host, writer, stop, policy, limits, retryPause, effect } = options;
+  const pause = host.breathe?.();
+  if (pause) await pause;
   const signal = options.cancel ? AbortSignal.any([stop, options.cancel]) : stop;
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
