@@ -30,7 +30,12 @@ forEachBackend((under) => {
               });
             }),
         }),
-        stubborn: defineTool({ run: () => new Promise(() => {}) }),
+        stubborn: defineTool({
+          run: () => {
+            seen.push("stubborn started");
+            return new Promise(() => {});
+          },
+        }),
       },
       workflows: {
         async longTool(ctx, _input: null) {
@@ -75,7 +80,8 @@ forEachBackend((under) => {
     it("records an unknown outcome when a tool ignores its signal past the grace", async () => {
       const rt = runtimes.make({ agents: [agent], worker: { cancelGraceMs: 100 } });
       const run = await rt.run(agent, "ignoresSignal", null);
-      await until(async () => (await rt.history(run.id)).steps.length === 1);
+      // Cancelled while the tool runs (its start record alone could be committed before it does).
+      await until(async () => seen.includes("stubborn started"));
       await rt.cancel(run.id, { by: "ops", reason: "stuck" });
       const ended = await rt.waitFor(run.id, { timeoutMs: 5000 });
       expect(ended.state).toBe("CANCELLED");

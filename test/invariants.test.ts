@@ -14,6 +14,7 @@ import {
 } from "../src/index.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { forEachBackend } from "./helpers/backends.ts";
+import { deferred, forever } from "./helpers/runtime-helpers.ts";
 import { payAgent } from "./invariants/effect-agent.ts";
 
 /**
@@ -137,9 +138,17 @@ forEachBackend((under) => {
     });
 
     it("cancellation records whether the run stopped before, after or during a step", async () => {
+      const running = deferred();
       const agent = defineAgent({
         name: "cancel_evidence",
-        tools: { hang: defineTool({ run: () => new Promise(() => {}) }) },
+        tools: {
+          hang: defineTool({
+            run: () => {
+              running.resolve();
+              return forever;
+            },
+          }),
+        },
         workflows: {
           async go(ctx, _input: null) {
             return ctx.tool("hang", {});
@@ -148,7 +157,8 @@ forEachBackend((under) => {
       });
       const rt = runtimes.make({ agents: [agent], worker: { cancelGraceMs: 50 } });
       const handle = await rt.run("cancel_evidence", "go", null);
-      while ((await rt.history(handle.id)).steps.length === 0) await new Promise((r) => setTimeout(r, 5));
+      // Cancelled while the tool runs (its start record alone could be committed before it does).
+      await running.promise;
       await rt.cancel(handle.id, { by: "ops", reason: "stuck" });
       const run = await rt.waitFor(handle.id);
       expect(run.state).toBe("CANCELLED");

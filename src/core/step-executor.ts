@@ -117,8 +117,6 @@ export async function executeStep<R>(options: {
   effect?: EffectSpec | undefined;
 }): Promise<R> {
   const { step, host, writer, stop, policy, limits, retryPause, effect } = options;
-  const pause = host.breathe?.();
-  if (pause) await pause;
   const signal = options.cancel ? AbortSignal.any([stop, options.cancel]) : stop;
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
@@ -156,6 +154,9 @@ export async function executeStep<R>(options: {
     // A new attempt of an effect is a new intent (after a "not applied" from the query or an operator).
     if (step.effect && step.effect.status !== "intended") step.effect = { ...step.effect, status: "intended" };
     await writer.before(step, effect !== undefined);
+    // After the start record is queued, so the previous step's result still rides on its commit.
+    const pause = host.breathe?.();
+    if (pause) await pause;
     const attempt = new Attempt(step, record, writer, stop, {
       label: limits.label,
       maxPayloadBytes: host.maxPayloadBytes,
