@@ -222,10 +222,11 @@ notes.push(
   `Effect step: ${(effectStep / twoCommits).toFixed(2)}× two synchronous commits (goal: within 1.5×). Its intent is` +
     " durable before it runs; in a sequence it carries the previous step's result, so it is one commit per step.",
 );
-const toolStep = rows.find((r) => r.name === 'cairn SQLite durability "machine"')?.meanUs ?? Number.NaN;
-const llmStep = rows.find((r) => r.name.includes("llm step"))?.meanUs ?? Number.NaN;
+const toolRow = rows.find((r) => r.name === 'cairn SQLite durability "machine"');
+const llmRow = rows.find((r) => r.name.includes("llm step"));
+const ratio = (key: "meanUs" | "p50") => ((llmRow?.[key] ?? Number.NaN) / (toolRow?.[key] ?? Number.NaN)).toFixed(2);
 notes.push(
-  `llm step: ${(llmStep / toolStep).toFixed(2)}× a tool step on the same backend (goal: within 1.2×). It journals the` +
-    " request and the whole response (text, usage, model) and prices the call; the model itself answers at once.",
+  `llm step: ${ratio("meanUs")}× a tool step on the same backend, ${ratio("p50")}× at p50 (goal: within 1.2×). It journals` +
+    " the request and the whole response (text, usage, model) and prices the call; the model itself answers at once.",
 );
 printTable(rows, limit, { steps: STEPS, rounds: ROUNDS, dir }, notes);

@@ -1,5 +1,10 @@
+import { randomUUID } from "node:crypto";
+import { rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { InMemoryBackend } from "../src/backend/memory/memory-backend.ts";
+import { SqliteBackend } from "../src/backend/sqlite/sqlite-backend.ts";
 import { type RawSseEvent, readSse } from "../src/client/sse-reader.ts";
 import { ScriptedModel } from "../src/llm/scripted-model.ts";
 import { silentLogger } from "../src/runtime/logger.ts";
@@ -51,6 +56,11 @@ async function read(
   if (during) await during();
   await Promise.race([reading, timeout]);
   return events;
+}
+
+/** A fresh SQLite file's path (its directory is removed by the test). */
+function sqlitePath(): string {
+  return join(tmpdir(), "cairn-server-events-tests", randomUUID(), "cairn.db");
 }
 
 const transitions = (events: Event[]) => events.filter((e) => e.event === "transition").map((e) => e.json.to);
@@ -249,8 +259,12 @@ describe("the all-runs event stream", () => {
     expect(stale[0]).toMatchObject({ event: "ready", json: { resumed: false } });
   });
 
-  it("finds transitions other processes record, by polling", async () => {
-    const backend = new InMemoryBackend();
+  it("finds transitions other processes record, by polling, on a backend without a transition feed", async () => {
+    // A custom backend without the optional feed: the server polls its runs.
+    const backend = Object.assign(new InMemoryBackend(), {
+      listTransitionsSince: undefined,
+      latestTransitionCursor: undefined,
+    });
     const s = makeServer({}, { backend, worker: false });
     const worker = new Runtime({ agents: [desk], backend, logger: silentLogger });
     try {
@@ -269,6 +283,93 @@ describe("the all-runs event stream", () => {
       expect(transitions(events)).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
     } finally {
       await worker.shutdown({ graceMs: 0 });
+    }
+  });
+
+  it("delivers the transitions another process makes on the same SQLite file, from the backend's feed", async () => {
+    const path = sqlitePath();
+    const s = makeServer({}, { backend: new SqliteBackend({ path }), worker: false });
+    // Another process: its own connection to the file; the server's runtime hears nothing of it.
+    const worker = new Runtime({ agents: [desk], backend: new SqliteBackend({ path }), logger: silentLogger });
+    try {
+      await worker.start();
+      const stream = await open(s, "/api/events");
+      let id = "";
+      const events = await read(
+        stream,
+        (e) => e.some((x) => x.event === "transition" && x.json.runId === id && x.json.to === "COMPLETED"),
+        async () => {
+          id = (await worker.run("desk", "quick", 5)).id;
+        },
+      );
+      expect(events[0]).toMatchObject({ event: "ready", json: { resumed: false } });
+      const mine = events.filter((e) => e.event === "transition");
+      expect(mine.map((e) => [e.json.runId, e.json.to])).toEqual([
+        [id, "PENDING"],
+        [id, "RUNNING"],
+        [id, "COMPLETED"],
+      ]);
+      expect(mine[0]?.json).toMatchObject({ id: 1, from: null, state: "PENDING", agent: "desk", workflow: "quick" });
+      // Ids are the file's feed cursors (`<feed id>.<position>`), one after the other.
+      const ids = events.map((e) => Number(e.id?.split(".")[1]));
+      expect(ids.slice(1)).toEqual([ids[0]! + 1, ids[0]! + 2, ids[0]! + 3]);
+    } finally {
+      await worker.shutdown({ graceMs: 0 });
+      rmSync(dirname(path), { recursive: true, force: true });
+    }
+  });
+
+  it("resumes a Last-Event-ID after a server restart, with what other processes did meanwhile", async () => {
+    const path = sqlitePath();
+    try {
+      const first = makeServer({}, { backend: new SqliteBackend({ path }) });
+      let started = "";
+      const before = await read(
+        await open(first, "/api/events"),
+        (e) => e.some((x) => x.event === "transition" && x.json.runId === started && x.json.to === "COMPLETED"),
+        async () => {
+          started = (await first.runtime.run("desk", "quick", 1)).id;
+        },
+      );
+      const lastId = before.at(-1)?.id;
+      first.server.close();
+      await first.runtime.shutdown({ graceMs: 0 });
+
+      // While no server runs, another process runs a run.
+      const other = new Runtime({ agents: [desk], backend: new SqliteBackend({ path }), logger: silentLogger });
+      let meanwhile = "";
+      try {
+        await other.start();
+        meanwhile = (await other.run("desk", "quick", 2)).id;
+        await other.waitFor(meanwhile);
+      } finally {
+        await other.shutdown({ graceMs: 0 });
+      }
+
+      const second = makeServer({}, { backend: new SqliteBackend({ path }) });
+      let after = "";
+      const resumed = await read(
+        await open(second, "/api/events", lastId),
+        (e) => e.some((x) => x.event === "transition" && x.json.runId === after && x.json.to === "COMPLETED"),
+        async () => {
+          await new Promise((r) => setTimeout(r, 50));
+          after = (await second.runtime.run("desk", "quick", 3)).id;
+        },
+      );
+      expect(resumed[0]).toMatchObject({ event: "ready", id: lastId, json: { resumed: true } });
+      expect(
+        resumed
+          .slice(1)
+          .map((e) => `${e.json.runId === meanwhile ? "b" : e.json.runId === after ? "c" : "?"}:${e.json.to}`),
+      ).toEqual(["b:PENDING", "b:RUNNING", "b:COMPLETED", "c:PENDING", "c:RUNNING", "c:COMPLETED"]);
+      const ids = resumed.map((e) => Number(e.id?.split(".")[1]));
+      expect(ids).toEqual(ids.map((_, i) => ids[0]! + i));
+
+      // An id that is not one of this file's: from now.
+      const stale = await read(await open(second, "/api/events", "deadbeef.3"), (e) => e.length >= 1);
+      expect(stale[0]).toMatchObject({ event: "ready", json: { resumed: false } });
+    } finally {
+      rmSync(dirname(path), { recursive: true, force: true });
     }
   });
 });

@@ -1,5 +1,5 @@
 import { allEventsRoute, runEventsRoute } from "./routes.ts";
-import type { FeedEntry } from "./run-feed.ts";
+import { type FeedEntry, RunFeed } from "./run-feed.ts";
 import { parseRunEventId, produceRunEvents } from "./run-stream.ts";
 import type { ServerApp, ServerContext } from "./server-context.ts";
 import { encodeEvent, sseResponse, Wakeup } from "./sse.ts";
@@ -7,9 +7,12 @@ import { encodeEvent, sseResponse, Wakeup } from "./sse.ts";
 /**
  * The two event streams (Server-Sent Events). `GET /api/runs/:id/events`: see run-stream.ts.
  * `GET /api/events`: every run's transitions from the {@link RunFeed}; the first event is `ready`
- * (`{ resumed }`), then `transition` events with ids `<boot>.<seq>`. A Last-Event-ID (or `?from=`)
- * of this server process that is still kept resumes exactly after it; any other gets
- * `ready { resumed: false }` — reload what you show — and the stream goes on from now.
+ * (`{ resumed }`), then `transition` events, whose ids are the backend feed's cursors (or
+ * `<boot>.<seq>` on a backend without a feed). A Last-Event-ID (or `?from=`) the feed can resume
+ * — with a backend feed, one of the same store given out by this server or another, up to
+ * `capacity` transitions behind; otherwise one of this server process that is still kept —
+ * resumes exactly after it; any other gets `ready { resumed: false }` — reload what you show —
+ * and the stream goes on from now.
  */
 export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void {
   const onError = (error: unknown) => ctx.logger.warn("an event stream failed", { error: String(error) });
@@ -37,7 +40,7 @@ export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void 
   const wireOf = (entry: FeedEntry): Uint8Array => {
     let bytes = encoded.get(entry);
     if (bytes === undefined) {
-      bytes = encodeEvent({ id: `${ctx.boot}.${entry.seq}`, event: "transition", data: entry.data });
+      bytes = encodeEvent({ id: RunFeed.idOf(entry, ctx.boot), event: "transition", data: entry.data });
       encoded.set(entry, bytes);
     }
     return bytes;
@@ -50,16 +53,17 @@ export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void 
     return sseResponse(
       async (send, signal) => {
         try {
-          const match = lastId === undefined ? null : /^([\w-]+)\.(\d+)$/.exec(lastId.trim());
-          const resumed = match?.[1] === ctx.boot ? ctx.feed.entriesAfter(Number(match[2])) : undefined;
-          let seq = resumed === undefined ? ctx.feed.lastSeq : Number(match?.[2]);
-          send({ id: `${ctx.boot}.${seq}`, event: "ready", data: { resumed: resumed !== undefined } });
+          const resumed = await ctx.feed.resume(lastId, ctx.boot);
+          let seq = resumed?.seq ?? ctx.feed.lastSeq;
+          const readyId = resumed && lastId !== undefined ? lastId.trim() : ctx.feed.idAt(seq, ctx.boot);
+          send({ id: readyId, event: "ready", data: { resumed: resumed !== undefined } });
+          for (const entry of resumed?.backlog ?? []) send(wireOf(entry));
           while (!signal.aborted) {
             const entries = ctx.feed.entriesAfter(seq);
             if (entries === undefined) {
               // This client fell further behind than the feed keeps.
               seq = ctx.feed.lastSeq;
-              send({ id: `${ctx.boot}.${seq}`, event: "ready", data: { resumed: false } });
+              send({ id: ctx.feed.idAt(seq, ctx.boot), event: "ready", data: { resumed: false } });
               continue;
             }
             for (const entry of entries) {

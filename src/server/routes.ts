@@ -80,8 +80,8 @@ import {
  * - "ready" (all-runs stream): { resumed } — false when a Last-Event-ID could not be resumed (the
  *   server restarted or it is too old): reload the run list, then carry on from the stream.
  * Ids: per-run `<transitionId>.<stepStamp>.<stepSeq>.<stepVersion>.<modelOffset>.<boot>`; all-runs
- * `<boot>.<seq>` (run-stream.ts and run-feed.ts say why). Send the
- * last one back as Last-Event-ID (or ?from=) to get only what came after.
+ * the backend's transition feed cursor (`<boot>.<seq>` on a backend without one; run-stream.ts and
+ * run-feed.ts say why). Send the last one back as Last-Event-ID (or ?from=) to get only what came after.
  */
 
 const ok = <S extends z.ZodType>(schema: S, description: string) => ({

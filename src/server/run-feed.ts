@@ -1,3 +1,5 @@
+import type { RuntimeBackend } from "../backend/backend.ts";
+import { InvalidInputError } from "../core/errors.ts";
 import type { RunRecord, TransitionRecord } from "../core/records.ts";
 import { RUN_STATES, type RunState } from "../core/run-state.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -5,30 +7,44 @@ import type { Runtime } from "../runtime/runtime.ts";
 import { type TransitionEventData, transitionEventData } from "./run-stream.ts";
 
 /**
- * The transitions of every run, for `GET /api/events`. The backend has no global transition feed
- * (transitions are listed per run, runs by creation time), so this builds one:
- *
- * - transitions this process records arrive through `runtime.onTransition` at once;
- * - transitions other processes record (a `cairn worker` on the same database) are found by
- *   polling every `pollIntervalMs`: the runs in a state that can still move (every state but
- *   COMPLETED, FAILED, BLOCKED, CANCELLED, COMPENSATED; at most `maxWatchedRuns`), the newest
- *   100 runs, and the runs that were open at the previous look, each compared by
- *   `lastTransitionId` with what was sent; a run that moved has its new transitions read.
- *
- * A run's transitions are sent in id order without gaps (a transition heard of out of order makes
- * its run be read again). Every transition gets the next number of this feed; the last
- * `capacity` are kept, so a client that reconnects with `Last-Event-ID: <boot>.<seq>` gets what it
- * missed, exactly, as long as this process is the one that numbered it and has kept it. The feed
+ * The transitions of every run, for `GET /api/events`. Every transition gets the next number
+ * (`seq`) of this feed; the last `capacity` are kept for the clients of this server. The feed
  * watches while a client is connected and `lingerMs` after the last one left (so reconnects find
- * no gap); a transition made by another process while nobody watched, of a run that was finished
- * (FAILED resumed) and is older than the newest 100, is found only once it is open again.
+ * no gap). Where the transitions come from depends on the backend:
+ *
+ * - A backend with the global transition feed (`listTransitionsSince`, all built-in backends):
+ *   the feed reads it on from where it stands — at once when this process records a transition,
+ *   and every `pollIntervalMs` for those of other processes — so it gets every transition of every
+ *   process once, in the backend's order. An event's id is the backend's cursor after it, so a
+ *   client that reconnects with `Last-Event-ID` gets exactly what it missed, from this server or
+ *   after a restart: what is kept comes from memory, what is older is read from the backend
+ *   (`capacity` transitions at most).
+ * - Any other backend: transitions this process records arrive through `runtime.onTransition`;
+ *   those of other processes are found by polling: the runs in a state that can still move (every
+ *   state but COMPLETED, FAILED, BLOCKED, CANCELLED, COMPENSATED; at most `maxWatchedRuns`), the
+ *   newest 100 runs, and the runs that were open at the previous look, each compared by
+ *   `lastTransitionId` with what was sent; a run that moved has its new transitions read. A run's
+ *   transitions are sent in id order without gaps (one heard of out of order makes its run be read
+ *   again). Event ids are `<boot>.<seq>`: only this process, while it keeps them, can resume them.
+ *   A transition made by another process while nobody watched, of a run that was finished (FAILED
+ *   resumed) and is older than the newest 100, is found only once it is open again.
  */
 
 /** One transition of the feed. */
 export interface FeedEntry {
   seq: number;
+  /** The backend feed's cursor after this transition (a backend with a feed): the event's id. */
+  cursor?: string;
   data: TransitionEventData;
 }
+
+/** Where a client resumes: the transitions to send first, then the feed from after `seq`. */
+export interface FeedResume {
+  backlog: FeedEntry[];
+  seq: number;
+}
+
+type BackendFeed = Required<Pick<RuntimeBackend, "listTransitionsSince" | "latestTransitionCursor">>;
 
 /** Options of {@link RunFeed}. */
 export interface RunFeedOptions {
@@ -58,6 +74,8 @@ export class RunFeed {
   readonly #capacity: number;
   readonly #maxWatched: number;
   readonly #logger: Logger | undefined;
+  /** The backend's transition feed, when it has one. */
+  readonly #source: BackendFeed | undefined;
   readonly #entries: FeedEntry[] = [];
   #nextSeq = 1;
   /** The first seq after the last gap (a time nobody watched): older ids cannot be resumed. */
@@ -72,6 +90,13 @@ export class RunFeed {
   #timer: ReturnType<typeof setInterval> | undefined;
   #linger: ReturnType<typeof setTimeout> | undefined;
   #stopListening: (() => void) | undefined;
+  /** With a backend feed: its cursor after the last transition read (undefined until known). */
+  #cursor: string | undefined;
+  /** With a backend feed: its cursor before the first transition kept. */
+  #startCursor: string | undefined;
+  /** With a backend feed: the seq of each kept transition, by its cursor. */
+  readonly #seqOf = new Map<string, number>();
+  #readQueued = false;
 
   constructor(runtime: Runtime, options: RunFeedOptions = {}) {
     this.#runtime = runtime;
@@ -80,6 +105,13 @@ export class RunFeed {
     this.#capacity = options.capacity ?? 10_000;
     this.#maxWatched = options.maxWatchedRuns ?? 5000;
     this.#logger = options.logger;
+    const backend = runtime.backend;
+    if (backend.listTransitionsSince && backend.latestTransitionCursor) {
+      this.#source = {
+        listTransitionsSince: backend.listTransitionsSince.bind(backend),
+        latestTransitionCursor: backend.latestTransitionCursor.bind(backend),
+      };
+    }
   }
 
   /** The seq of the newest transition (0 before any). */
@@ -116,6 +148,61 @@ export class RunFeed {
     return this.#entries.slice(seq - first + 1);
   }
 
+  /**
+   * Where a client that sends `lastId` (a Last-Event-ID) resumes, or undefined when it cannot:
+   * none, an id of another server process (without a backend feed), one of another store, or one
+   * further behind than `capacity` transitions.
+   */
+  async resume(lastId: string | undefined, boot: string): Promise<FeedResume | undefined> {
+    if (lastId === undefined) return undefined;
+    const id = lastId.trim();
+    if (!this.#source) {
+      const match = /^([\w-]+)\.(\d+)$/.exec(id);
+      const seq = match?.[1] === boot ? Number(match[2]) : Number.NaN;
+      return Number.isNaN(seq) || this.entriesAfter(seq) === undefined ? undefined : { backlog: [], seq };
+    }
+    const kept = this.#keptSeq(id);
+    if (kept !== undefined) return { backlog: [], seq: kept };
+    // Read on first: the id may come from a server that had read further than this feed has.
+    await this.#enqueue(() => this.#read());
+    const now = this.#keptSeq(id);
+    if (now !== undefined) return { backlog: [], seq: now };
+    // Older than what is kept: what came between it and what is kept comes from the backend.
+    const backlog: FeedEntry[] = [];
+    let after = id;
+    try {
+      while (backlog.length < this.#capacity) {
+        const page = await this.#source.listTransitionsSince({ after, limit: PAGE });
+        for (const entry of page.transitions) {
+          backlog.push({ seq: 0, cursor: entry.cursor, data: transitionEventData(entry.transition, entry) });
+          const seq = this.#keptSeq(entry.cursor);
+          if (seq !== undefined) return { backlog, seq };
+        }
+        if (page.transitions.length < PAGE) return undefined;
+        after = page.cursor;
+      }
+    } catch (error) {
+      if (!(error instanceof InvalidInputError)) {
+        this.#logger?.warn("the all-runs event feed could not resume a client; it starts from now", {
+          error: String(error),
+        });
+      }
+    }
+    return undefined;
+  }
+
+  /** The id of the event at `seq` (the last transition sent, or `ready` before the first). */
+  idAt(seq: number, boot: string): string {
+    const first = this.#entries[0]?.seq ?? this.#nextSeq;
+    const cursor = seq === first - 1 ? this.#startCursor : this.#entries[seq - first]?.cursor;
+    return this.#source && cursor !== undefined ? cursor : `${boot}.${seq}`;
+  }
+
+  /** The id of a transition's event. */
+  static idOf(entry: FeedEntry, boot: string): string {
+    return entry.cursor ?? `${boot}.${entry.seq}`;
+  }
+
   /** Stops watching at once. */
   close(): void {
     clearTimeout(this.#linger);
@@ -131,6 +218,18 @@ export class RunFeed {
     this.#entries.length = 0;
     this.#nextSeq += 1;
     this.#resumableAfter = this.lastSeq;
+    if (this.#source) {
+      // From now: what came before is read from the backend for the clients that resume.
+      this.#seqOf.clear();
+      this.#cursor = undefined;
+      this.#startCursor = undefined;
+      this.#readQueued = false;
+      this.#stopListening = this.#runtime.onTransition(() => this.#readSoon());
+      this.#ready = this.#enqueue(() => this.#read());
+      this.#timer = setInterval(() => this.#readSoon(), this.#pollMs);
+      this.#timer.unref?.();
+      return;
+    }
     this.#stopListening = this.#runtime.onTransition((t, run) => {
       void this.#enqueue(() => this.#heard(t, run));
     });
@@ -160,6 +259,41 @@ export class RunFeed {
     });
     this.#queue = next;
     return next;
+  }
+
+  /** Reads the backend feed soon (once, however many ask before it runs). */
+  #readSoon(): void {
+    if (this.#readQueued) return;
+    this.#readQueued = true;
+    void this.#enqueue(() => {
+      this.#readQueued = false;
+      return this.#read();
+    });
+  }
+
+  /** Reads the backend feed on from where it stands; the first read only learns where that is. */
+  async #read(): Promise<void> {
+    const source = this.#source as BackendFeed;
+    if (this.#cursor === undefined) {
+      // The backend opens with the runtime (as the runtime's own reads do).
+      await this.#runtime.start();
+      const latest = await source.latestTransitionCursor();
+      this.#cursor = latest;
+      this.#startCursor = latest;
+      return;
+    }
+    for (;;) {
+      const page = await source.listTransitionsSince({ after: this.#cursor, limit: PAGE });
+      for (const entry of page.transitions) this.#push(entry.transition, entry, entry.cursor);
+      this.#cursor = page.cursor;
+      if (page.transitions.length < PAGE) return;
+    }
+  }
+
+  /** The seq of the kept transition whose cursor this is (the one before the first kept: its seq - 1). */
+  #keptSeq(cursor: string): number | undefined {
+    if (cursor === this.#startCursor) return (this.#entries[0]?.seq ?? this.#nextSeq) - 1;
+    return this.#seqOf.get(cursor);
   }
 
   /** A transition this process recorded. */
@@ -217,9 +351,19 @@ export class RunFeed {
     this.#remember(run.id, last);
   }
 
-  #push(t: TransitionRecord, run: RunRecord): void {
-    this.#entries.push({ seq: this.#nextSeq++, data: transitionEventData(t, run) });
-    if (this.#entries.length > this.#capacity) this.#entries.splice(0, this.#entries.length - this.#capacity);
+  #push(t: TransitionRecord, run: Pick<RunRecord, "agent" | "workflow">, cursor?: string): void {
+    const seq = this.#nextSeq++;
+    this.#entries.push(
+      cursor === undefined
+        ? { seq, data: transitionEventData(t, run) }
+        : { seq, cursor, data: transitionEventData(t, run) },
+    );
+    if (cursor !== undefined) this.#seqOf.set(cursor, seq);
+    if (this.#entries.length > this.#capacity) {
+      const dropped = this.#entries.splice(0, this.#entries.length - this.#capacity);
+      for (const entry of dropped) if (entry.cursor !== undefined) this.#seqOf.delete(entry.cursor);
+      this.#startCursor = dropped.at(-1)?.cursor ?? this.#startCursor;
+    }
     for (const listener of [...this.#listeners]) listener();
   }
 

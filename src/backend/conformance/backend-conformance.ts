@@ -2,6 +2,7 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RuntimeBackend } from "../backend.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
+import { describeTransitionFeed } from "./feed-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
 import { describeSignals } from "./signals-conformance.ts";
@@ -25,6 +26,12 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
    * @default false
    */
   wakeUps?: boolean;
+  /**
+   * Whether the backend implements the optional global transition feed (`listTransitionsSince`
+   * and `latestTransitionCursor`): its tests run, or the suite checks that both are absent.
+   * @default false
+   */
+  transitionFeed?: boolean;
 }
 
 /**
@@ -35,7 +42,7 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * listing, exclusive claims and leases, fenced transitions and steps, waits and signals, stop
  * requests, what a run's end does to its waits, its parent, its children and its successor,
  * effect records on steps (and steps written with a transition), RECONCILING runs, a run's usage
- * and an operator's acceptance.
+ * and an operator's acceptance; and, when it has them, wake-ups and the global transition feed.
  *
  * @example
  * import { runBackendConformance } from "cairn/testing";
@@ -86,6 +93,14 @@ export function runBackendConformance<B extends RuntimeBackend>(
     } else {
       it("has no subscribe(): workers poll it", () => {
         expect(use().subscribe).toBeUndefined();
+      });
+    }
+    if (options.transitionFeed) {
+      describeTransitionFeed(use);
+    } else {
+      it("has no transition feed: the server polls its runs", () => {
+        expect(use().listTransitionsSince).toBeUndefined();
+        expect(use().latestTransitionCursor).toBeUndefined();
       });
     }
   });

@@ -1,3 +1,4 @@
+import { randomBytes } from "node:crypto";
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
 import type {
   AcceptanceRecord,
@@ -21,6 +22,8 @@ import type {
   StopRunRequest,
   SuspendRequest,
   SuspendResult,
+  TransitionFeedPage,
+  TransitionFeedRequest,
   TransitionRequest,
   Wake,
 } from "../backend.ts";
@@ -53,6 +56,13 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #waits = new Map<string, Map<string, WaitRecord>>();
   /** Signals by run, then by message id (insertion order = arrival order). */
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
+  /**
+   * Every transition in the order it was written (the global feed): a transition's cursor is
+   * `<feed>.<its 1-based index>`, `<feed>` naming this backend object, so that a cursor of another
+   * one (a process that restarted) is refused rather than read as a position of this one.
+   */
+  readonly #feed: TransitionRecord[] = [];
+  readonly #feedId = randomBytes(4).toString("hex");
 
   async init(): Promise<void> {}
   async close(): Promise<void> {}
@@ -69,6 +79,7 @@ export class InMemoryBackend implements RuntimeBackend {
     this.#runs.set(run.id, run);
     if (keyId !== null) this.#keys.set(keyId, run.id);
     this.#transitions.set(run.id, [transition]);
+    this.#feed.push(transition);
     this.#wake({ kind: "runnable", runId: run.id });
     this.#steps.set(run.id, new Map());
     return { run: { ...run }, created: true };
@@ -272,7 +283,10 @@ export class InMemoryBackend implements RuntimeBackend {
       this.#steps.set(run.id, new Map());
     }
     for (const run of plan.runs.values()) this.#runs.set(run.id, { ...run });
-    for (const t of plan.transitions) (this.#transitions.get(t.runId) as TransitionRecord[]).push(t);
+    for (const t of plan.transitions) {
+      (this.#transitions.get(t.runId) as TransitionRecord[]).push(t);
+      this.#feed.push(t);
+    }
     for (const w of plan.waits) {
       const waits = this.#waits.get(w.runId) ?? new Map<string, WaitRecord>();
       this.#waits.set(w.runId, waits);
@@ -288,6 +302,30 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async listTransitions(runId: string): Promise<TransitionRecord[]> {
     return [...(this.#transitions.get(runId) ?? [])];
+  }
+
+  /** In the order the transitions were written (one process, nothing concurrent). */
+  async listTransitionsSince(request: TransitionFeedRequest): Promise<TransitionFeedPage> {
+    const from = request.after === null ? 0 : this.#feedIndex(request.after);
+    const transitions = this.#feed.slice(from, from + Math.max(0, request.limit)).map((transition, i) => {
+      const run = this.#runs.get(transition.runId) as RunRecord;
+      return { cursor: `${this.#feedId}.${from + i + 1}`, transition, agent: run.agent, workflow: run.workflow };
+    });
+    return { transitions, cursor: transitions.at(-1)?.cursor ?? `${this.#feedId}.${from}` };
+  }
+
+  async latestTransitionCursor(): Promise<string> {
+    return `${this.#feedId}.${this.#feed.length}`;
+  }
+
+  /** How many transitions come before a cursor of this feed. */
+  #feedIndex(cursor: string): number {
+    const match = /^([0-9a-f]+)\.(\d+)$/.exec(cursor);
+    const index = match?.[1] === this.#feedId ? Number(match[2]) : Number.NaN;
+    if (!(index <= this.#feed.length)) {
+      throw new InvalidInputError(`"${cursor}" is not a cursor of this backend's transition feed`);
+    }
+    return index;
   }
 
   async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {

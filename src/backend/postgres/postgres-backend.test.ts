@@ -48,11 +48,12 @@ afterAll(async () => {
 runBackendConformance("postgres", () => new PostgresBackend({ connectionString: db.url, schema: db.schema() }), {
   cleanup: (backend) => db.dropSchema(backend.schema),
   wakeUps: true,
+  transitionFeed: true,
 });
 runBackendConformance(
   "postgres (process durability, pool passed in)",
   () => new PostgresBackend({ pool: sharedPool, schema: db.schema(), durability: "process" }),
-  { cleanup: (backend) => db.dropSchema(backend.schema), wakeUps: true },
+  { cleanup: (backend) => db.dropSchema(backend.schema), wakeUps: true, transitionFeed: true },
 );
 
 describe("PostgresBackend", () => {

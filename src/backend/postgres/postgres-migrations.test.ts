@@ -16,7 +16,10 @@ import { PostgresBackend } from "./postgres-backend.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";
 import { statements } from "./postgres-statements.ts";
 
-/** Migration 3 (effects, run usage and acceptance, RECONCILING claimable) on a schema at version 2. */
+/**
+ * Migration 3 (effects, run usage and acceptance, RECONCILING claimable) on a schema at version 2,
+ * and migration 4 (the global transition feed) on a schema at version 3.
+ */
 
 let db: TestDatabase;
 
@@ -102,20 +105,20 @@ describe("PostgresBackend migration 3", () => {
 
   it("adds the columns, takes RECONCILING runs from the claim index, and keeps the data", async () => {
     const schema = await versionTwo();
-    expect(SCHEMA_VERSION).toBe(3);
+    expect(SCHEMA_VERSION).toBe(4);
     const backend = new PostgresBackend({ connectionString: db.url, schema, migrate: false });
     opened.push(backend);
     const refused = await backend.init().then(
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 3");
-    expect(await backend.migrate()).toEqual({ from: 2, to: 3 });
+    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 4");
+    expect(await backend.migrate()).toEqual({ from: 2, to: 4 });
     await backend.init();
 
     const q = pg.escapeIdentifier(schema);
     const applied = await db.query(`SELECT version FROM ${q}.cairn_migrations ORDER BY version`);
-    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3]);
+    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4]);
     const index = await db.query<{ indexdef: string }>(
       "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_runnable'",
       [schema],
@@ -170,5 +173,88 @@ describe("PostgresBackend migration 3", () => {
     } finally {
       await pool.end();
     }
+  });
+});
+
+describe("PostgresBackend migration 4", () => {
+  const opened: PostgresBackend[] = [];
+  const schemas: string[] = [];
+
+  afterEach(async () => {
+    for (const backend of opened.splice(0)) await backend.close();
+    for (const schema of schemas.splice(0)) await db.dropSchema(schema);
+  });
+
+  it("puts the transitions there are first in the feed, run by run; later ones follow, and older writers are not skipped", async () => {
+    const schema = db.schema();
+    schemas.push(schema);
+    const q = pg.escapeIdentifier(schema);
+    await db.query(`CREATE SCHEMA ${q}`);
+    await db.query(
+      `CREATE TABLE ${q}.cairn_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+    );
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
+      await db.query(migration.sql(q));
+      await db.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES ($1, $2)`, [
+        migration.version,
+        migration.name,
+      ]);
+    }
+    // Two PENDING runs as version 3 wrote them, "old-b" first.
+    const columns = "run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions";
+    for (const id of ["old-b", "old-a"]) {
+      await db.query(
+        `INSERT INTO ${q}.runs (id, agent, workflow, state, input, epoch, recoveries, last_transition_id, versions, meta,
+           created_at, updated_at)
+         VALUES ($1, $2, 'build', 'PENDING', '{}', 0, 0, 1, $3, '{}', $4, $4)`,
+        [id, `agent-${id}`, JSON.stringify(VERSIONS), T0],
+      );
+      await db.query(
+        `INSERT INTO ${q}.transitions (${columns}) VALUES ($1, 1, $2, 'user', 'alice', NULL, 'PENDING', NULL, 'started', $3)`,
+        [id, T0, JSON.stringify(VERSIONS)],
+      );
+    }
+
+    const backend = new PostgresBackend({ connectionString: db.url, schema, migrate: false });
+    opened.push(backend);
+    const refused = await backend.init().then(
+      () => undefined,
+      (e: unknown) => e as Error,
+    );
+    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 4");
+    expect(await backend.migrate()).toEqual({ from: 3, to: 4 });
+    await backend.init();
+
+    const first = await backend.listTransitionsSince({ after: null, limit: 10 });
+    expect(first.transitions.map((e) => [e.transition.runId, e.transition.id, e.agent])).toEqual([
+      ["old-a", 1, "agent-old-a"],
+      ["old-b", 1, "agent-old-b"],
+    ]);
+    expect(first.transitions[0]?.transition).toMatchObject({ from: null, to: "PENDING", actor: USER, at: T0 });
+    expect(await backend.latestTransitionCursor()).toBe(first.cursor);
+
+    // A transition written by this version, then one by a process of version 3 (no feed_key: the
+    // column's default, its transaction's id), both after the old ones.
+    const claimed = (await backend.claimRun({
+      workerId: "w1",
+      now: T0,
+      leaseMs: LEASE_MS,
+      runId: "old-a",
+    })) as RunRecord;
+    const moved = await backend.transition(move(claimed, "PENDING", "RUNNING"));
+    await db.query(
+      `INSERT INTO ${q}.transitions (${columns}) VALUES ('old-b', 2, $1, 'user', 'alice', 'PENDING', 'CANCELLED', NULL, 'old', $2)`,
+      [T0 + 5, JSON.stringify(VERSIONS)],
+    );
+    const later: string[] = [];
+    let cursor = first.cursor;
+    const deadline = Date.now() + 10_000;
+    while (later.length < 2 && Date.now() < deadline) {
+      const page = await backend.listTransitionsSince({ after: cursor, limit: 10 });
+      later.push(...page.transitions.map((e) => `${e.transition.runId}#${e.transition.id}`));
+      cursor = page.cursor;
+      if (later.length < 2) await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+    expect(later).toEqual([`old-a#${moved.transition.id}`, "old-b#2"]);
   });
 });

@@ -183,6 +183,21 @@ DROP INDEX ${s}.runs_runnable;
 CREATE INDEX runs_runnable ON ${s}.runs (created_at, id) WHERE state IN (${RUNNABLE_LIST_V3});
 `,
   },
+  {
+    version: 4,
+    name: "the global transition feed",
+    // feed_key orders the feed (see `feedAfter` in postgres-statements.ts): the xid8 of the
+    // inserting transaction, or more (PostgreSQL 13 or later). The constant default fills the rows
+    // there are without rewriting the table: they come first, run by run, before anything written
+    // later. Then the default becomes the inserting transaction's id, for a process of an older
+    // version still writing while this one starts (its rows are never skipped; newer code writes
+    // the key itself).
+    sql: (s) => `
+ALTER TABLE ${s}.transitions ADD COLUMN feed_key xid8 NOT NULL DEFAULT '0';
+ALTER TABLE ${s}.transitions ALTER COLUMN feed_key SET DEFAULT pg_current_xact_id();
+CREATE INDEX transitions_feed ON ${s}.transitions (feed_key, run_id, id);
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

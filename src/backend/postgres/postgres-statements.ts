@@ -152,6 +152,20 @@ function unnest(
 const TRANSITION_LIST = TRANSITION_COLUMNS.split(", ");
 
 /**
+ * The feed key of a transition a plan inserts (`x` being its row): this transaction's id, or the
+ * key of the run's previous transition when that is larger. The larger one keeps a run's
+ * transitions in id order in the feed: a transaction that got its id early (it locked another
+ * run first) and then waited for this run's lock writes after a transaction with a later id. The
+ * previous transition is seen: the run's row was locked by an earlier statement of this
+ * transaction, after whoever wrote that transition committed, and a statement of a READ COMMITTED
+ * transaction sees what committed before it began (under REPEATABLE READ the lock would have
+ * failed). Transitions of one run in one statement share the key and keep their ids' order.
+ */
+const FEED_KEY = (s: string) =>
+  `greatest(pg_current_xact_id(),
+     (SELECT p.feed_key FROM ${s}.transitions AS p WHERE p.run_id = x.run_id ORDER BY p.id DESC LIMIT 1))`;
+
+/**
  * The one statement that writes a plan (see `applyPlan`): full-row updates of runs, transitions
  * inserted, waits and signals upserted, and the wake-ups, which `pg_notify` sends when the
  * transaction commits. Each part is an `unnest` over one array per column, so the statement is
@@ -190,8 +204,8 @@ function writePlan(s: string): Sql {
        FROM ${runs.from}
        WHERE r.id = x.id
      ), new_transitions AS (
-       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS})
-       SELECT ${transitions.values.join(", ")} FROM ${transitions.from}
+       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS}, feed_key)
+       SELECT ${transitions.values.join(", ")}, ${FEED_KEY(s)} FROM ${transitions.from}
      ), upserted_waits AS (
        INSERT INTO ${s}.waits (${WAIT_LIST})
        SELECT ${waits.values.join(", ")} FROM ${waits.from}
@@ -252,6 +266,13 @@ export interface Statements {
   /** A plan's writes ({@link writePlan}). */
   writePlan: Sql;
   listTransitions: Sql;
+  /**
+   * The feed after the position ($1 feed key, $2 run id, $3 transition id), at most $4 transitions,
+   * in (feed_key, run_id, id) order, with `feed_key` as text and the run's agent and workflow.
+   */
+  feedAfter: Sql;
+  /** The feed's last position (feed_key as text, run_id, id), no row when it is empty. */
+  feedLatest: Sql;
   /**
    * The fenced upsert of a run's steps ($1 run, $2 epoch, $3 commit level, $4–$17 the step
    * columns) with the blobs they refer to ($18–$20: digests, texts, bytes), in one statement.
@@ -329,9 +350,9 @@ export function statements(schema: string): Statements {
          ON CONFLICT DO NOTHING
          RETURNING id
        )
-       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS})
+       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS}, feed_key)
        SELECT run.id, $${t + 1}::integer, $${t + 2}::bigint, $${t + 3}::text, $${t + 4}::text, $${t + 5}::text,
-         $${t + 6}::text, $${t + 7}::text, $${t + 8}::text, $${t + 9}::json
+         $${t + 6}::text, $${t + 7}::text, $${t + 8}::text, $${t + 9}::json, pg_current_xact_id()
        FROM run
        RETURNING run_id`,
     ),
@@ -390,6 +411,23 @@ export function statements(schema: string): Statements {
     ),
     writePlan: writePlan(s),
     listTransitions: sql(`SELECT ${TRANSITION_COLUMNS} FROM ${s}.transitions WHERE run_id = $1 ORDER BY id`),
+    // The feed: only keys below the snapshot's xmin, whose transactions have all ended (every
+    // transaction still running, or starting later, has an id, hence writes a key, of xmin or more).
+    feedAfter: sql(
+      `SELECT ${TRANSITION_LIST.map((c) => `t.${c}`).join(", ")}, t.feed_key::text AS feed_key,
+         r.agent AS run_agent, r.workflow AS run_workflow
+       FROM ${s}.transitions AS t JOIN ${s}.runs AS r ON r.id = t.run_id
+       WHERE (t.feed_key, t.run_id, t.id) > ($1::xid8, $2::text COLLATE "C", $3::integer)
+         AND t.feed_key < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY t.feed_key, t.run_id, t.id
+       LIMIT $4`,
+    ),
+    feedLatest: sql(
+      `SELECT feed_key::text AS feed_key, run_id, id FROM ${s}.transitions
+       WHERE feed_key < pg_snapshot_xmin(pg_current_snapshot())
+       ORDER BY feed_key DESC, run_id DESC, id DESC
+       LIMIT 1`,
+    ),
     // Inside a transaction the notification goes out when it commits; outside, at once.
     notify: sql("SELECT pg_notify($1, $2)"),
     // Fence and upsert in one statement, hence one transaction. FOR SHARE holds the run row

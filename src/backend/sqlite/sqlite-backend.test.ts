@@ -38,15 +38,17 @@ function removeDatabase(path: string): void {
 
 runBackendConformance("sqlite (file)", () => new SqliteBackend({ path: tempPath() }), {
   cleanup: async (backend) => removeDatabase(backend.path),
+  transitionFeed: true,
 });
 runBackendConformance(
   "sqlite (file, process durability)",
   () => new SqliteBackend({ path: tempPath(), durability: "process" }),
   {
     cleanup: async (backend) => removeDatabase(backend.path),
+    transitionFeed: true,
   },
 );
-runBackendConformance("sqlite (:memory:)", () => new SqliteBackend({ path: ":memory:" }));
+runBackendConformance("sqlite (:memory:)", () => new SqliteBackend({ path: ":memory:" }), { transitionFeed: true });
 
 describe("SqliteBackend", () => {
   const opened: SqliteBackend[] = [];

@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
-import { StorageError } from "../../core/errors.ts";
+import { InvalidInputError, StorageError } from "../../core/errors.ts";
 import type {
   AcceptanceRecord,
   RunRecord,
@@ -23,6 +23,8 @@ import type {
   StopRunRequest,
   SuspendRequest,
   SuspendResult,
+  TransitionFeedPage,
+  TransitionFeedRequest,
   TransitionRequest,
 } from "../backend.ts";
 import { toStorageError } from "./sqlite-errors.ts";
@@ -95,6 +97,8 @@ export class SqliteBackend implements RuntimeBackend {
   /** See {@link SqliteBackendOptions.inlineLimitBytes}. */
   readonly inlineLimitBytes: number;
   #db: Db | undefined;
+  /** The file's feed id (`cairn_meta.feed_id`): the first part of its feed cursors. */
+  #feedId = "";
   #s: Statements | undefined;
   #tx: Transactions | undefined;
   /**
@@ -129,6 +133,7 @@ export class SqliteBackend implements RuntimeBackend {
       this.#sync = this.durability === "machine" ? "FULL" : "NORMAL";
       db.pragma(`synchronous = ${this.#sync}`);
       migrate(db, this.path);
+      this.#feedId = db.prepare<[], string>("SELECT value FROM cairn_meta WHERE key = 'feed_id'").pluck().get() ?? "";
       this.#s = prepareStatements(db);
       this.#db = db;
       this.#tx = prepareTransactions(db, this.#s, this.path, this.inlineLimitBytes);
@@ -234,6 +239,38 @@ export class SqliteBackend implements RuntimeBackend {
   async listTransitions(runId: string): Promise<TransitionRecord[]> {
     const { s } = this.#open();
     return this.#read("listTransitions", () => s.listTransitions.all(runId).map(rowToTransition));
+  }
+
+  /**
+   * In commit order: a transition's cursor is `<feed id>.<feed_position>` (see `MIGRATION_V4`),
+   * and one statement reads a snapshot that holds every position up to some number.
+   */
+  async listTransitionsSince(request: TransitionFeedRequest): Promise<TransitionFeedPage> {
+    const { s } = this.#open();
+    const after = request.after === null ? 0 : this.#feedPosition(request.after);
+    return this.#read("listTransitionsSince", () => {
+      const transitions = s.feedAfter.all(after, Math.max(0, request.limit)).map((row) => ({
+        cursor: `${this.#feedId}.${row.feed_position}`,
+        transition: rowToTransition(row),
+        agent: row.run_agent,
+        workflow: row.run_workflow,
+      }));
+      return { transitions, cursor: transitions.at(-1)?.cursor ?? `${this.#feedId}.${after}` };
+    });
+  }
+
+  async latestTransitionCursor(): Promise<string> {
+    const { s } = this.#open();
+    return this.#read("latestTransitionCursor", () => `${this.#feedId}.${s.feedLatest.get() ?? 0}`);
+  }
+
+  /** The feed position of a cursor of this file. */
+  #feedPosition(cursor: string): number {
+    const match = /^([0-9a-f]+)\.(\d{1,15})$/.exec(cursor);
+    if (!match || match[1] !== this.#feedId) {
+      throw new InvalidInputError(`"${cursor}" is not a cursor of the transition feed of "${this.path}"`);
+    }
+    return Number(match[2]);
   }
 
   async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {

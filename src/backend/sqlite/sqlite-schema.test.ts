@@ -10,7 +10,7 @@ import { effectRecord, fullStep, LEASE_MS, move, runInput, T0, USER } from "../c
 import { encodeStep, transitionParams } from "../sql-rows.ts";
 import { pendingRun } from "../transition-rules.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
-import { MIGRATION_V2, SCHEMA_V1, SCHEMA_VERSION, stepParams } from "./sqlite-schema.ts";
+import { MIGRATION_V2, MIGRATION_V3, SCHEMA_V1, SCHEMA_VERSION, stepParams } from "./sqlite-schema.ts";
 
 /** The schema of `SqliteBackend`: its version, and the upgrade in place of files of older versions. */
 
@@ -63,16 +63,17 @@ describe("SqliteBackend schema", () => {
     for (const path of paths.splice(0)) removeDatabase(path);
   });
 
-  it("uses WAL, foreign keys and records schema version 3", async () => {
-    expect(SCHEMA_VERSION).toBe(3);
+  it("uses WAL, foreign keys and records schema version 4", async () => {
+    expect(SCHEMA_VERSION).toBe(4);
     const backend = await open();
     const raw = new Database(backend.path, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("3");
+      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("4");
       const columns = (table: string) => raw.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all();
       expect(columns("steps")).toContain("effect");
       expect(columns("runs")).toEqual(expect.arrayContaining(["usage", "acceptance"]));
+      expect(columns("transitions")).toContain("feed_position");
     } finally {
       raw.close();
     }
@@ -120,7 +121,7 @@ describe("SqliteBackend schema", () => {
     expect((await backend.createRun(runInput({ key: "k" }))).created).toBe(false);
     expect(await backend.loadWaits(run.id)).toStrictEqual([]);
     expect(await backend.listSignals(run.id)).toStrictEqual([]);
-    expect(schemaVersionOf(path)).toBe("3");
+    expect(schemaVersionOf(path)).toBe("4");
     const raw = new Database(path, { readonly: true });
     try {
       // The key index leaves continued runs out, so that a continueAsNew successor takes the key over.
@@ -208,7 +209,7 @@ describe("SqliteBackend schema", () => {
     v2.close();
 
     const backend = await open({ path });
-    expect(schemaVersionOf(path)).toBe("3");
+    expect(schemaVersionOf(path)).toBe("4");
     const loaded = await backend.getRun(run.id);
     expect(loaded).toStrictEqual(held);
     expect(loaded?.usage).toBeUndefined();
@@ -235,15 +236,70 @@ describe("SqliteBackend schema", () => {
     expect(await reopened.getRun(run.id)).toStrictEqual(accepted satisfies RunRecord);
   });
 
+  it("upgrades a version 3 file in place: its transitions lead the feed, run by run, and new ones follow", async () => {
+    const path = tempPath();
+    paths.push(path);
+    const v3 = oldFile(path, [SCHEMA_V1, MIGRATION_V2, MIGRATION_V3], 3);
+    const insertRun = v3.prepare(
+      `INSERT INTO runs (id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch, lease_owner,
+         lease_expires_at, recoveries, last_transition_id, versions, meta, created_at, updated_at)
+       VALUES (?, ?, ?, NULL, 'PENDING', NULL, '{}', NULL, NULL, 0, NULL, NULL, 0, 1, ?, '{}', ?, ?)`,
+    );
+    const insertTransition = v3.prepare(
+      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    // Written in an order other than (run, id): "b" first.
+    const old = ["b", "a"].map((id) => pendingRun(runInput({ id: `old-${id}`, agent: `agent-${id}` })));
+    for (const { run, transition } of old) {
+      insertRun.run(run.id, run.agent, run.workflow, JSON.stringify(run.versions), run.createdAt, run.updatedAt);
+      insertTransition.run(...transitionParams(transition));
+    }
+    v3.close();
+
+    const backend = await open({ path });
+    expect(schemaVersionOf(path)).toBe("4");
+    const raw = new Database(path, { readonly: true });
+    const feedId = raw.prepare("SELECT value FROM cairn_meta WHERE key = 'feed_id'").pluck().get();
+    raw.close();
+    expect(feedId).toMatch(/^[0-9a-f]{8}$/);
+    const feed = await backend.listTransitionsSince({ after: null, limit: 10 });
+    expect(feed.transitions.map((e) => [e.cursor, e.transition.runId, e.agent])).toEqual([
+      [`${feedId}.1`, "old-a", "agent-a"],
+      [`${feedId}.2`, "old-b", "agent-b"],
+    ]);
+    expect(feed.transitions.map((e) => e.transition)).toStrictEqual([old[1]?.transition, old[0]?.transition]);
+    expect(await backend.latestTransitionCursor()).toBe(`${feedId}.2`);
+    // New transitions come after them, in commit order.
+    const claimed = (await backend.claimRun({
+      workerId: "w1",
+      now: T0,
+      leaseMs: LEASE_MS,
+      runId: "old-b",
+    })) as RunRecord;
+    const moved = await backend.transition(move(claimed, "PENDING", "RUNNING"));
+    const fresh = await backend.createRun(runInput({ id: "new-c" }));
+    const later = await backend.listTransitionsSince({ after: `${feedId}.2`, limit: 10 });
+    expect(later.transitions.map((e) => [e.cursor, e.transition])).toStrictEqual([
+      [`${feedId}.3`, moved.transition],
+      [`${feedId}.4`, (await backend.listTransitions(fresh.run.id))[0]],
+    ]);
+    // A cursor of another file's feed is refused.
+    const other = await open();
+    await expect(other.listTransitionsSince({ after: `${feedId}.2`, limit: 10 })).rejects.toThrow(
+      /not a cursor of the transition feed/,
+    );
+  });
+
   it("refuses a file written by a newer schema, naming the file and the fix", async () => {
     const first = await open();
     await first.close();
     const raw = new Database(first.path);
-    raw.prepare("UPDATE cairn_meta SET value = '4' WHERE key = 'schema_version'").run();
+    raw.prepare("UPDATE cairn_meta SET value = '5' WHERE key = 'schema_version'").run();
     raw.close();
     const error = await new SqliteBackend({ path: first.path }).init().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StorageError);
     expect((error as Error).message).toContain(first.path);
-    expect((error as Error).message).toMatch(/schema version 4.*upgrade Cairn/);
+    expect((error as Error).message).toMatch(/schema version 5, newer than .* \(4\); upgrade Cairn/);
   });
 });

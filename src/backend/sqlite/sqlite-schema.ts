@@ -38,7 +38,7 @@ export {
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 3;
+export const SCHEMA_VERSION = 4;
 
 /** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
@@ -172,11 +172,31 @@ ALTER TABLE runs ADD COLUMN usage TEXT;
 ALTER TABLE runs ADD COLUMN acceptance TEXT;
 `;
 
+/**
+ * Schema version 4, on top of version 3: the global transition feed (`listTransitionsSince`).
+ * `feed_position` numbers every transition in commit order: a transition is inserted with the
+ * largest position + 1, inside a transaction that holds the file's write lock (SQLite has one
+ * writer at a time, and a writer always works on the newest data), so positions grow in commit
+ * order and a reader's snapshot holds exactly the positions up to some number. The transitions a
+ * file holds already get positions first, run by run in id order (their commit order is not
+ * known, and nobody read them as a feed). `feed_id` in `cairn_meta` names the file's feed (random),
+ * so that a cursor of another file (one deleted and made again) is refused, not misread.
+ */
+export const MIGRATION_V4 = `
+ALTER TABLE transitions ADD COLUMN feed_position INTEGER;
+UPDATE transitions SET feed_position = numbered.n
+  FROM (SELECT run_id, id, row_number() OVER (ORDER BY run_id, id) AS n FROM transitions) AS numbered
+  WHERE transitions.run_id = numbered.run_id AND transitions.id = numbered.id;
+CREATE UNIQUE INDEX transitions_feed ON transitions (feed_position);
+INSERT INTO cairn_meta (key, value) VALUES ('feed_id', lower(hex(randomblob(4))));
+`;
+
 /** Every schema version and the DDL that brings the version before it there, in order. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
   { version: 2, sql: MIGRATION_V2 },
   { version: 3, sql: MIGRATION_V3 },
+  { version: 4, sql: MIGRATION_V4 },
 ];
 
 /**

@@ -23,6 +23,9 @@ import {
  * take several of them are in `sqlite-transactions.ts`).
  */
 
+/** A transition of the feed: the row, its position, and its run's agent and workflow. */
+export type FeedRow = TransitionRow & { feed_position: number; run_agent: string; run_workflow: string };
+
 /** A better-sqlite3 connection. */
 export type Db = Database.Database;
 /** A prepared statement. */
@@ -59,6 +62,10 @@ export interface Statements {
   openChildren: Stmt<[string], RunRow>;
   listStopRequested: Stmt<[string], string>;
   listTransitions: Stmt<[string], TransitionRow>;
+  /** The transitions after a feed position, in feed order, at most a number, with their runs' agent and workflow. */
+  feedAfter: Stmt<[number, number], FeedRow>;
+  /** The largest feed position, null when there is no transition. */
+  feedLatest: Stmt<[], number | null>;
   saveStep: Stmt;
   loadSteps: Stmt<[string], StepRow>;
   /** Digest, text, bytes; a blob stored already is left as it is. */
@@ -121,9 +128,11 @@ export function prepareStatements(db: Db): Statements {
         .map((c) => `${c} = ?`)
         .join(", ")} WHERE id = ?`,
     ),
+    // The next feed position: every write runs under the write lock, so positions follow commits.
     insertTransition: db.prepare(
-      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions,
+         feed_position)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(feed_position), 0) + 1 FROM transitions))`,
     ),
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
     claimNext: db.prepare<[number, string | null, string | null], RunRow>(
@@ -155,6 +164,12 @@ export function prepareStatements(db: Db): Statements {
       )
       .pluck(),
     listTransitions: db.prepare<[string], TransitionRow>("SELECT * FROM transitions WHERE run_id = ? ORDER BY id"),
+    feedAfter: db.prepare<[number, number], FeedRow>(
+      `SELECT t.*, r.agent AS run_agent, r.workflow AS run_workflow
+       FROM transitions AS t JOIN runs AS r ON r.id = t.run_id
+       WHERE t.feed_position > ? ORDER BY t.feed_position LIMIT ?`,
+    ),
+    feedLatest: db.prepare<[], number | null>("SELECT max(feed_position) FROM transitions").pluck(),
     // The fence and the write are one statement, hence one transaction: the row is written only
     // while the run is at the writer's epoch, and the write lock is taken before the check.
     saveStep: db.prepare(
