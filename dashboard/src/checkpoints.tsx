@@ -1,6 +1,6 @@
 import { useState } from "preact/hooks";
 import type { StepRecord, TransitionRecord } from "../../src/core/records.ts";
-import { ErrorView, JsonBlock, StateBadge, StatusPill } from "./components.tsx";
+import { StateBadge, StatusPill, StepArgsResult } from "./components.tsx";
 import { actorLabel, clockMs, span } from "./format.ts";
 
 /**
@@ -76,16 +76,7 @@ export function Checkpoints(props: { steps: StepRecord[]; transitions: Transitio
               </>
             )}
           </p>
-          <div class="grid2">
-            <div>
-              <h4>Arguments</h4>
-              <JsonBlock value={step.args} />
-            </div>
-            <div>
-              <h4>{step.status === "failed" ? "Error" : "Result"}</h4>
-              {step.status === "failed" ? <ErrorView error={step.error} /> : <JsonBlock value={step.result} />}
-            </div>
-          </div>
+          <StepArgsResult step={step} />
           <h4>Transitions up to this point</h4>
           <ol class="mini-timeline">
             {before.map((t) => (

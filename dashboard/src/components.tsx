@@ -1,7 +1,7 @@
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type { SerializedError } from "../../src/core/errors.ts";
-import type { Json } from "../../src/core/records.ts";
+import type { Json, StepRecord } from "../../src/core/records.ts";
 import type { RunState } from "../../src/core/run-state.ts";
 import type { LiveStatus } from "./api.ts";
 import { ago, dateTime, pretty } from "./format.ts";
@@ -214,5 +214,28 @@ export function LiveDot(props: { status: LiveStatus }) {
       <span class="dot" />
       {label}
     </span>
+  );
+}
+
+/** A step's arguments beside its result, its error, or (while it runs) the text it streams. */
+export function StepArgsResult(props: { step: StepRecord; streaming?: string | undefined }) {
+  const { step, streaming } = props;
+  return (
+    <div class="grid2">
+      <div>
+        <h4>Arguments</h4>
+        <JsonBlock value={step.args} />
+      </div>
+      <div>
+        <h4>{step.status === "failed" ? "Error" : "Result"}</h4>
+        {step.status === "failed" ? (
+          <ErrorView error={step.error} />
+        ) : step.status === "started" && streaming !== undefined ? (
+          <pre class="stream">{streaming}</pre>
+        ) : (
+          <JsonBlock value={step.result} empty={step.status === "started" ? "not yet" : "—"} />
+        )}
+      </div>
+    </div>
   );
 }

@@ -2,7 +2,17 @@ import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import type { RunRecord, StepRecord, TransitionRecord } from "../../src/core/records.ts";
 import { api, type EffectEntry } from "./api.ts";
-import { ErrorText, ErrorView, JsonBlock, StateBadge, StatusPill, Time, useAction, useNow } from "./components.tsx";
+import {
+  ErrorText,
+  ErrorView,
+  JsonBlock,
+  StateBadge,
+  StatusPill,
+  StepArgsResult,
+  Time,
+  useAction,
+  useNow,
+} from "./components.tsx";
 import { actorLabel, clockMs, count, dateTime, money, oneLine, span } from "./format.ts";
 import { refusal, useCan } from "./session.ts";
 
@@ -184,22 +194,7 @@ export function StepDetail(props: { step: StepRecord; stream?: StreamText | unde
           </ol>
         </div>
       )}
-      <div class="grid2">
-        <div>
-          <h4>Arguments</h4>
-          <JsonBlock value={step.args} />
-        </div>
-        <div>
-          <h4>{step.status === "failed" ? "Error" : "Result"}</h4>
-          {step.status === "failed" ? (
-            <ErrorView error={step.error} />
-          ) : step.status === "started" && stream ? (
-            <pre class="stream">{stream.text}</pre>
-          ) : (
-            <JsonBlock value={step.result} empty={step.status === "started" ? "not yet" : "—"} />
-          )}
-        </div>
-      </div>
+      <StepArgsResult step={step} streaming={stream?.text} />
       {step.heartbeat !== undefined && (
         <div>
           <h4>Last heartbeat</h4>
