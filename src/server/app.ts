@@ -66,6 +66,8 @@ export interface CairnServer {
   readonly app: OpenAPIHono<ServerEnv>;
   /** `token` when tokens are configured, `none` when every request acts as the local admin. */
   readonly auth: "token" | "none";
+  /** Who every request is when there are no tokens (`localSubject`, by default "local"). */
+  readonly localSubject: string;
   /** Serves one request (what an adapter such as `@hono/node-server` is given). */
   fetch(request: Request): Promise<Response>;
   /** Stops the all-runs event feed. Open streams end when their clients go. */
@@ -153,6 +155,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
   return {
     app,
     auth: authenticator.enabled ? "token" : "none",
+    localSubject,
     fetch: async (request) => app.fetch(request),
     close: () => feed.close(),
   };

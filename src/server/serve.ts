@@ -2,6 +2,7 @@ import type { AddressInfo } from "node:net";
 import { serve as listen } from "@hono/node-server";
 import type { Runtime } from "../runtime/runtime.ts";
 import { type CairnServer, createServer, type ServerOptions } from "./app.ts";
+import { LOCAL_ADMIN } from "./auth.ts";
 
 /**
  * `serve`: listens for a {@link CairnServer} on a host and port with `@hono/node-server`. A server
@@ -67,7 +68,10 @@ export async function serve(
         `refusing to listen on ${host} without authentication: every request would act as the local admin. Configure tokens (CAIRN_TOKENS="token:subject:role+role" or a --tokens file), or listen on 127.0.0.1`,
       );
     }
-    notice = NO_AUTH_NOTICE;
+    notice =
+      app.localSubject === LOCAL_ADMIN.subject
+        ? NO_AUTH_NOTICE
+        : NO_AUTH_NOTICE.replace("local admin", `${app.localSubject} (admin)`);
     (options.print ?? ((line: string) => process.stderr.write(`${line}\n`)))(notice);
   }
   const hostname = host === "[::1]" ? "::1" : host;
