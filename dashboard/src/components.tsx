@@ -239,3 +239,21 @@ export function StepArgsResult(props: { step: StepRecord; streaming?: string | u
     </div>
   );
 }
+
+/** The optional note (or reason) typed beside an action's buttons. */
+export function NoteInput(props: {
+  value: string;
+  onChange: (value: string) => void;
+  testid: string;
+  placeholder?: string;
+}) {
+  return (
+    <input
+      class="note"
+      placeholder={props.placeholder ?? "note (optional)"}
+      value={props.value}
+      onInput={(e) => props.onChange(e.currentTarget.value)}
+      data-testid={props.testid}
+    />
+  );
+}

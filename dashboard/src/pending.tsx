@@ -2,7 +2,7 @@ import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { Json, RunRecord, WaitRecord } from "../../src/core/records.ts";
 import { api } from "./api.ts";
-import { ErrorText, JsonBlock, StatusPill, Time, useAction, useNow } from "./components.tsx";
+import { ErrorText, JsonBlock, NoteInput, StatusPill, Time, useAction, useNow } from "./components.tsx";
 import { actorLabel, dateTime, fields, oneLine, span, until } from "./format.ts";
 import { runHref } from "./router.ts";
 import { SchemaForm } from "./schema-form.tsx";
@@ -155,13 +155,7 @@ function Approval(props: { run: RunRecord; wait: WaitRecord; onDone: () => void 
         <p class="ok">{decided}</p>
       ) : (
         <div class="decide">
-          <input
-            class="note"
-            placeholder="note (optional)"
-            value={note}
-            onInput={(e) => setNote(e.currentTarget.value)}
-            data-testid="approval-note"
-          />
+          <NoteInput value={note} onChange={setNote} testid="approval-note" />
           <button
             type="button"
             class="approve"

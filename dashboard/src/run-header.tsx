@@ -2,7 +2,7 @@ import { useState } from "preact/hooks";
 import type { RunRecord } from "../../src/core/records.ts";
 import { TERMINAL_STATES } from "../../src/core/run-state.ts";
 import { api, type LiveStatus } from "./api.ts";
-import { Age, ErrorText, ErrorView, LiveDot, Loading, StateBadge, Time, useAction } from "./components.tsx";
+import { Age, ErrorText, ErrorView, LiveDot, Loading, NoteInput, StateBadge, Time, useAction } from "./components.tsx";
 import { actorLabel, count, money } from "./format.ts";
 import { runHref } from "./router.ts";
 import { refusal, useCan } from "./session.ts";
@@ -177,13 +177,7 @@ function RunActions(props: { run: RunRecord; onDone: () => void }) {
       )}
       {canJudge && (
         <span class="judge">
-          <input
-            class="note"
-            placeholder="note (optional)"
-            value={note}
-            onInput={(e) => setNote(e.currentTarget.value)}
-            data-testid="acceptance-note"
-          />
+          <NoteInput value={note} onChange={setNote} testid="acceptance-note" />
           <button
             type="button"
             class="approve"
@@ -209,13 +203,7 @@ function RunActions(props: { run: RunRecord; onDone: () => void }) {
       {canCancel &&
         (confirming ? (
           <span class="confirm">
-            <input
-              class="note"
-              placeholder="reason (optional)"
-              value={reason}
-              onInput={(e) => setReason(e.currentTarget.value)}
-              data-testid="cancel-reason"
-            />
+            <NoteInput value={reason} onChange={setReason} testid="cancel-reason" placeholder="reason (optional)" />
             <button
               type="button"
               class="deny"

@@ -6,6 +6,7 @@ import {
   ErrorText,
   ErrorView,
   JsonBlock,
+  NoteInput,
   StateBadge,
   StatusPill,
   StepArgsResult,
@@ -286,13 +287,7 @@ function Reconcile(props: { runId: string; effectId: string; onDone: () => void 
   };
   return (
     <div class="reconcile">
-      <input
-        class="note"
-        placeholder="note (optional)"
-        value={note}
-        onInput={(e) => setNote(e.currentTarget.value)}
-        data-testid={`reconcile-note-${props.effectId}`}
-      />
+      <NoteInput value={note} onChange={setNote} testid={`reconcile-note-${props.effectId}`} />
       <button
         type="button"
         disabled={action.busy || !allowed}
