@@ -34,9 +34,11 @@ export interface RuntimeBackend {
 
   /**
    * Creates a run in PENDING with its first transition (id 1, from null), or, when `key` is
-   * set and a run with the same (agent, workflow, key) exists, returns that run untouched.
+   * set and a run with the same (agent, workflow, key) exists, returns that run untouched. A
+   * created run comes with the transition written, so that the caller can report it without
+   * reading it back.
    */
-  createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }>;
+  createRun(input: CreateRunInput): Promise<CreateRunResult>;
   getRun(runId: string): Promise<RunRecord | undefined>;
   /** Newest first. */
   listRuns(filter?: RunFilter): Promise<RunRecord[]>;
@@ -210,6 +212,11 @@ export type Wake =
   | { kind: "stop"; runId: string }
   /** The subscription was re-established; anything may have happened meanwhile. */
   | { kind: "reconnected" };
+
+/** What `createRun` returns: the run created with its first transition, or the run its key names. */
+export type CreateRunResult =
+  | { run: RunRecord; created: true; transition: TransitionRecord }
+  | { run: RunRecord; created: false };
 
 /** What `createRun` needs. */
 export interface CreateRunInput {

@@ -96,6 +96,8 @@ export class WorkflowEnvelope {
   readonly #stop = new AbortController();
   /** Fired by `cancel()`: attempts see it; unlike `#stop`, results that still arrive are kept. */
   readonly #cancel = new AbortController();
+  /** `#stop` or `#cancel`: what every step's attempts see (combined once, not per step). */
+  #attemptSignal: AbortSignal | undefined;
   readonly #writer: JournalWriter;
   readonly #waitSteps: WaitSteps;
   /** Non-wait steps executing now (a run pauses only when none is). */
@@ -871,6 +873,7 @@ export class WorkflowEnvelope {
         writer: this.#writer,
         stop: this.#stop.signal,
         cancel: this.#cancel.signal,
+        attemptSignal: (this.#attemptSignal ??= AbortSignal.any([this.#stop.signal, this.#cancel.signal])),
         policy: resolveRetryPolicy(spec.policy),
         limits: {
           startToCloseTimeoutMs: spec.startToCloseTimeoutMs,

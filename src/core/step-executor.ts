@@ -100,6 +100,12 @@ export async function executeStep<R>(options: {
    */
   cancel?: AbortSignal;
   /**
+   * What attempts see: `stop` and `cancel` together. Given by a caller that runs many steps under
+   * the same two signals, so that they are not combined again for every step.
+   * @default AbortSignal.any([stop, cancel]), or `stop` without `cancel`
+   */
+  attemptSignal?: AbortSignal;
+  /**
    * Long backoffs: a retry delay of at least `afterMs` is not slept in memory; `park(attempt,
    * dueAt)` pauses the run on a durable timer instead (it never resolves in this execution) and
    * `wait(attempt)` finds, on a later execution, the timer for that attempt.
@@ -117,7 +123,7 @@ export async function executeStep<R>(options: {
   effect?: EffectSpec | undefined;
 }): Promise<R> {
   const { step, host, writer, stop, policy, limits, retryPause, effect } = options;
-  const signal = options.cancel ? AbortSignal.any([stop, options.cancel]) : stop;
+  const signal = options.attemptSignal ?? (options.cancel ? AbortSignal.any([stop, options.cancel]) : stop);
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
   const dangling = step.attempts.at(-1);

@@ -226,7 +226,7 @@ export class Runtime {
         `unknown workflow "${workflow}" in agent "${agent.name}" (known: ${Object.keys(agent.workflows).join(", ")})`,
       );
     }
-    const { run, created } = await this.backend.createRun({
+    const created = await this.backend.createRun({
       id: newRunId(),
       agent: agent.name,
       workflow,
@@ -239,12 +239,11 @@ export class Runtime {
       reason: options.key ? `started with key "${options.key}"` : "started",
       at: Date.now(),
     });
-    if (created) {
-      const [first] = await this.backend.listTransitions(run.id);
-      if (first) this.#emit(first, run);
+    if (created.created) {
+      this.#emit(created.transition, created.run);
       this.#worker?.poke();
     }
-    return new RunHandle(this, run.id, created);
+    return new RunHandle(this, created.run.id, created.created);
   }
 
   /** A handle on an existing run. */

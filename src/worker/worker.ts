@@ -353,11 +353,14 @@ export class Worker {
       });
       return;
     }
+    // A run claimed in PENDING has never run: no step or wait can have been written (each is
+    // written under a lease of a RUNNING run), so its first execution reads nothing.
+    let fresh = claimedRun.state === "PENDING";
     for (;;) {
-      const [journal, waits] = await Promise.all([
-        this.#deps.backend.loadSteps(started.id),
-        this.#deps.backend.loadWaits(started.id),
-      ]);
+      const [journal, waits] = fresh
+        ? [[], []]
+        : await Promise.all([this.#deps.backend.loadSteps(started.id), this.#deps.backend.loadWaits(started.id)]);
+      fresh = false;
       const envelope: WorkflowEnvelope = new WorkflowEnvelope({
         run: started,
         agent,

@@ -50,9 +50,10 @@ export function describeRuns(use: UseBackend): void {
       expect(await use().getRun(input.id)).toStrictEqual(expected);
     });
 
-    it("writes transition 1 from null to PENDING", async () => {
+    it("writes transition 1 from null to PENDING, and returns it", async () => {
       const input = runInput({ reason: "admitted by api" });
-      await use().createRun(input);
+      const created = await use().createRun(input);
+      expect(created.created && created.transition).toStrictEqual((await use().listTransitions(input.id))[0]);
       expect(await use().listTransitions(input.id)).toStrictEqual([
         {
           runId: input.id,

@@ -12,6 +12,7 @@ import { OWNED_STATES } from "../../core/run-state.ts";
 import type {
   ClaimRequest,
   CreateRunInput,
+  CreateRunResult,
   RenewRequest,
   ResolveWaitRequest,
   ResolveWaitResult,
@@ -67,7 +68,7 @@ export class InMemoryBackend implements RuntimeBackend {
   async init(): Promise<void> {}
   async close(): Promise<void> {}
 
-  async createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }> {
+  async createRun(input: CreateRunInput): Promise<CreateRunResult> {
     const keyId = input.key === null ? null : `${input.agent}\u0000${input.workflow}\u0000${input.key}`;
     if (keyId !== null) {
       const existing = this.#keys.get(keyId);
@@ -82,7 +83,7 @@ export class InMemoryBackend implements RuntimeBackend {
     this.#feed.push(transition);
     this.#wake({ kind: "runnable", runId: run.id });
     this.#steps.set(run.id, new Map());
-    return { run: { ...run }, created: true };
+    return { run: { ...run }, created: true, transition: structuredClone(transition) };
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {

@@ -669,7 +669,10 @@ describe("PostgresBackend waits under concurrency", () => {
   });
 
   it("ends runs, their parents and their children at the same moment without a deadlock", async () => {
-    const [a, b, c] = (await pools(3, 8)) as [PostgresBackend, PostgresBackend, PostgresBackend];
+    // One backend per end, so that each end is a transaction of its own (a backend batches the
+    // transitions it is asked for at once: see the next test).
+    const ending = await pools(15, 2);
+    const a = ending[0] as PostgresBackend;
     // Families of three generations, every run RUNNING under its own worker. An end locks the
     // run, its parent and its open children, all in id order, while the top runs are held below so
     // that the ends pile up. Were the run itself locked first, the middle end would hold the middle
@@ -693,10 +696,10 @@ describe("PostgresBackend waits under concurrency", () => {
       const tops = families.map(([top]) => (top as RunRecord).id);
       await holder.query(`SELECT id FROM ${pg.escapeIdentifier(schema)}.runs WHERE id = ANY ($1) FOR UPDATE`, [tops]);
       const ends = Promise.allSettled(
-        families.flatMap(([top, middle, bottom]) => [
-          endRun(b, middle as RunRecord),
-          endRun(c, bottom as RunRecord),
-          endRun(a, top as RunRecord),
+        families.flatMap(([top, middle, bottom], i) => [
+          endRun(ending[3 * i] as PostgresBackend, middle as RunRecord),
+          endRun(ending[3 * i + 1] as PostgresBackend, bottom as RunRecord),
+          endRun(ending[3 * i + 2] as PostgresBackend, top as RunRecord),
         ]),
       );
       await until(async () => {

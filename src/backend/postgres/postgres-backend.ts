@@ -11,6 +11,7 @@ import type {
 import type {
   ClaimRequest,
   CreateRunInput,
+  CreateRunResult,
   RenewRequest,
   ResolveWaitRequest,
   ResolveWaitResult,
@@ -27,6 +28,7 @@ import type {
   Wake,
 } from "../backend.ts";
 import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
+import { CommitBatcher, type Settled } from "./postgres-batcher.ts";
 import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
@@ -49,7 +51,8 @@ import {
   type WaitRow,
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
-import { StepBatcher } from "./postgres-step-batch.ts";
+import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
+import { type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
 import {
   deliverSignalIn,
   fireDueIn,
@@ -58,7 +61,6 @@ import {
   requestStopIn,
   resolveWaitIn,
   suspendIn,
-  transitionIn,
 } from "./postgres-waits.ts";
 
 /** Options of {@link PostgresBackend}. Give `connectionString` or `pool`, not both. */
@@ -175,7 +177,9 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #doomed = new WeakSet<pg.PoolClient>();
   #pool: pg.Pool | undefined;
   /** Step writes of all runs, batched into shared commits. */
-  #batcher: StepBatcher | undefined;
+  #steps: CommitBatcher<StepWrite, void> | undefined;
+  /** Transitions of all runs, batched into shared transactions. */
+  #transitions: CommitBatcher<TransitionRequest, TransitionOutcome> | undefined;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -234,20 +238,17 @@ export class PostgresBackend implements RuntimeBackend {
     }
   }
 
-  async createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }> {
+  async createRun(input: CreateRunInput): Promise<CreateRunResult> {
     const pool = this.#ready();
     const { run, transition } = pendingRun(input);
     return this.#call("createRun", async () => {
       const written = await this.#query(pool, this.#s.createRun, [
         ...runValues(run),
         ...transitionParams(transition).slice(1),
+        this.#channel,
+        wakePayload({ kind: "runnable", runId: run.id }),
       ]);
-      if (written.length === 1) {
-        // After the commit, so a woken worker finds the run; were this process to die in between,
-        // the workers' polling finds it instead.
-        await this.#query(pool, this.#s.notify, [this.#channel, wakePayload({ kind: "runnable", runId: run.id })]);
-        return { run, created: true };
-      }
+      if (written.length === 1) return { run, created: true, transition };
       // Nothing written: the key names a run already, or the id is taken.
       if (input.key !== null) {
         const [row] = await this.#query<RunRow>(pool, this.#s.getRunByKey, [input.agent, input.workflow, input.key]);
@@ -370,11 +371,41 @@ export class PostgresBackend implements RuntimeBackend {
   /**
    * The transition and, into an ended state, what `planEnd` does (waits closed, the parent's child
    * wait resolved, children stopped, a successor created), in one transaction; see
-   * `postgres-waits.ts` for the rows it locks and in what order.
+   * `postgres-waits.ts` for the rows it locks and in what order. Transitions of different runs
+   * that a process asks for while another batch of them is being written share the next
+   * transaction ({@link CommitBatcher}, `transitionsIn`): a worker that claims fifty runs records
+   * their RUNNING in one commit. A batch that fails for a reason other than the connection (one
+   * request's successor clashes with a key, say) rolls back and its requests are tried again one
+   * transaction each, so each caller gets the outcome it would have had alone.
    */
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+    this.#ready();
+    this.#transitions ??= new CommitBatcher({
+      key: (r: TransitionRequest) => r.runId,
+      run: (batch) => this.#transitionBatch(batch),
+    });
+    return this.#transitions.submit(request);
+  }
+
+  async #transitionBatch(batch: readonly TransitionRequest[]): Promise<Settled<TransitionOutcome>[]> {
     const pool = this.#ready();
-    return this.#transaction(pool, "transition", (client) => transitionIn(this.#context(client), request));
+    const inTransaction = (requests: readonly TransitionRequest[]) =>
+      this.#transaction(pool, "transition", (client) => transitionsIn(this.#context(client), requests));
+    try {
+      return await inTransaction(batch);
+    } catch (error) {
+      // A lost connection leaves the commit unknown: every caller hears of it, as it would alone.
+      if (batch.length === 1 || isConnectionError((error as { cause?: unknown }).cause ?? error)) throw error;
+      return Promise.all(
+        batch.map((request) =>
+          inTransaction([request]).then(
+            ([outcome]): Settled<TransitionOutcome> =>
+              outcome ?? { ok: false, error: new StorageError("transition: the batch gave no outcome") },
+            (alone: unknown): Settled<TransitionOutcome> => ({ ok: false, error: alone }),
+          ),
+        ),
+      );
+    }
   }
 
   async suspend(request: SuspendRequest): Promise<SuspendResult> {
@@ -517,7 +548,7 @@ export class PostgresBackend implements RuntimeBackend {
     if (steps.some((step) => step.runId !== first.runId)) {
       throw new InvalidInputError("saveSteps takes the steps of one run");
     }
-    this.#batcher ??= new StepBatcher({
+    this.#steps ??= stepBatcher({
       write: (batch) =>
         this.#call("saveSteps", async () => {
           const pool = this.#ready();
@@ -543,7 +574,7 @@ export class PostgresBackend implements RuntimeBackend {
           );
         }),
     });
-    return this.#batcher.save({ runId: first.runId, epoch: options.epoch, steps, sync: options.sync });
+    return this.#steps.submit({ runId: first.runId, epoch: options.epoch, steps, sync: options.sync });
   }
 
   async loadSteps(runId: string): Promise<StepRecord[]> {

@@ -2,13 +2,21 @@ import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
 import type { RunRecord } from "../../core/records.ts";
-import type { TransitionFeedEntry } from "../backend.ts";
+import type { TransitionFeedEntry, TransitionRequest } from "../backend.ts";
 import { move, runningRun, T0 } from "../conformance/conformance-fixtures.ts";
 import { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
 import { TYPES } from "./postgres-schema.ts";
 import { statements } from "./postgres-statements.ts";
-import { type PlanContext, transitionIn } from "./postgres-waits.ts";
+import { transitionsIn } from "./postgres-transitions.ts";
+import type { PlanContext } from "./postgres-waits.ts";
+
+/** One transition through the batch path, in the transaction of `ctx`. */
+async function transitionIn(ctx: PlanContext, request: TransitionRequest) {
+  const [outcome] = await transitionsIn(ctx, [request]);
+  if (!outcome?.ok) throw outcome?.error;
+  return outcome.value;
+}
 
 /**
  * The global transition feed of PostgreSQL when transactions overlap: a transaction that got its

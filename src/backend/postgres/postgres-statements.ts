@@ -247,6 +247,11 @@ export interface Statements {
    * its children that have not ended. See `postgres-waits.ts` for the lock order.
    */
   lockEnding: Sql;
+  /**
+   * What a batch of transitions writes, locked in id order: the runs $1 and, for those of them
+   * that end ($2), their parents and their children that have not ended.
+   */
+  lockTransitioning: Sql;
   /** Runs by id, not locked. */
   getRuns: Sql;
   /** The run that holds a key: the newest of its `continueAsNew` chain. */
@@ -255,7 +260,6 @@ export interface Statements {
   createRun: Sql;
   /** Whole runs ({@link insertRuns}). */
   insertRuns: Sql;
-  notify: Sql;
   claimNext: Sql;
   /** `claimNext` for up to $3 runs, leased to $4 until $5 in the same statement; the runs as leased. */
   claimMany: Sql;
@@ -298,6 +302,8 @@ export interface Statements {
   loadWait: Sql;
   /** The open waits of a run ($1) and its parent's ($2) open child wait on it, in (seq, id) order. */
   loadEndWaits: Sql;
+  /** `loadEndWaits` for several runs ($1) and their parents ($2, aligned, null for none). */
+  loadEndWaitsOf: Sql;
   /** A run's open signal waits of one name, in (seq, id) order. */
   openSignalWaits: Sql;
   /** The due open waits, locking their runs (skipping runs another transaction holds). */
@@ -333,6 +339,14 @@ export function statements(schema: string): Statements {
        ORDER BY id
        FOR UPDATE`,
     ),
+    lockTransitioning: sql(
+      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
+       WHERE id = ANY ($1::text[])
+          OR id IN (SELECT parent_run_id FROM ${s}.runs WHERE id = ANY ($2::text[]))
+          OR (parent_run_id = ANY ($2::text[]) AND state NOT IN (${ENDED_LIST}))
+       ORDER BY id
+       FOR UPDATE`,
+    ),
     getRuns: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = ANY ($1::text[])`),
     getRunByKey: sql(
       `SELECT ${RUN_COLUMNS} FROM ${s}.runs
@@ -342,19 +356,23 @@ export function statements(schema: string): Statements {
     // The run and its first transition in one statement. ON CONFLICT without a target covers both
     // the primary key and the (agent, workflow, key) index; on a conflict nothing is written and
     // the backend finds out which one it was. A concurrent insert of the same key waits for the
-    // other transaction and then conflicts, so one key never names two runs.
+    // other transaction and then conflicts, so one key never names two runs. The wake-up
+    // ($t+10 channel, $t+11 payload) is sent only when the run was written, and goes out when the
+    // statement commits, so a woken worker finds the run.
     createRun: sql(
       `WITH run AS (
          INSERT INTO ${s}.runs (${RUN_COLUMNS})
          VALUES (${runParams})
          ON CONFLICT DO NOTHING
          RETURNING id
+       ), first AS (
+         INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS}, feed_key)
+         SELECT run.id, $${t + 1}::integer, $${t + 2}::bigint, $${t + 3}::text, $${t + 4}::text, $${t + 5}::text,
+           $${t + 6}::text, $${t + 7}::text, $${t + 8}::text, $${t + 9}::json, pg_current_xact_id()
+         FROM run
+         RETURNING run_id
        )
-       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS}, feed_key)
-       SELECT run.id, $${t + 1}::integer, $${t + 2}::bigint, $${t + 3}::text, $${t + 4}::text, $${t + 5}::text,
-         $${t + 6}::text, $${t + 7}::text, $${t + 8}::text, $${t + 9}::json, pg_current_xact_id()
-       FROM run
-       RETURNING run_id`,
+       SELECT run_id, pg_notify($${t + 10}::text, $${t + 11}::text) FROM first`,
     ),
     insertRuns: insertRuns(s),
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
@@ -428,8 +446,6 @@ export function statements(schema: string): Statements {
        ORDER BY feed_key DESC, run_id DESC, id DESC
        LIMIT 1`,
     ),
-    // Inside a transaction the notification goes out when it commits; outside, at once.
-    notify: sql("SELECT pg_notify($1, $2)"),
     // Fence and upsert in one statement, hence one transaction. FOR SHARE holds the run row
     // against a concurrent claim or takeover until this commits, and a claim that committed first
     // is seen (the row is re-read after the wait), so no step is written under an epoch that has
@@ -465,6 +481,7 @@ export function statements(schema: string): Statements {
          SELECT runs.id, runs.epoch,
            set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true) AS level
          FROM ${s}.runs JOIN unnest($1::text[], $2::integer[]) AS r (run_id, epoch) ON runs.id = r.run_id AND runs.epoch = r.epoch
+         ORDER BY runs.id
          FOR SHARE OF runs
        ), new_blobs AS (
          INSERT INTO ${s}.blobs (digest, text, bytes)
@@ -499,6 +516,13 @@ export function statements(schema: string): Statements {
     loadEndWaits: sql(
       `SELECT ${WAIT_LIST} FROM ${s}.waits
        WHERE status = 'open' AND (run_id = $1 OR (run_id = $2 AND kind = 'child' AND name = $1))
+       ORDER BY seq, id`,
+    ),
+    loadEndWaitsOf: sql(
+      `SELECT ${WAIT_LIST} FROM ${s}.waits
+       WHERE status = 'open'
+         AND (run_id = ANY ($1::text[])
+           OR (kind = 'child' AND (run_id, name) IN (SELECT * FROM unnest($2::text[], $1::text[]))))
        ORDER BY seq, id`,
     ),
     openSignalWaits: sql(

@@ -8,19 +8,16 @@ import type {
   StopRunRequest,
   SuspendRequest,
   SuspendResult,
-  TransitionRequest,
 } from "../backend.ts";
 import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import {
   type EndContext,
-  hasEnded,
   Plan,
   planDue,
   planResolveWait,
   planSignal,
   planStop,
   planSuspend,
-  planTransition,
   stopMayEnd,
 } from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
@@ -33,7 +30,6 @@ import {
   runValues,
   type SignalRow,
   signalValues,
-  stepColumns,
   transitionParams,
   type WaitRow,
   waitValues,
@@ -100,45 +96,6 @@ function byId(runs: readonly RunRecord[]): Map<string, RunRecord> {
 async function lockRun(ctx: PlanContext, runId: string): Promise<RunRecord | undefined> {
   const [row] = await ctx.query<RunRow>(ctx.statements.lockRun, [runId]);
   return row && rowToRun(row);
-}
-
-/**
- * `transition`: the run locked and, when `request.to` is an ended state, what `planEnd` needs —
- * the parent and the open children locked too (see the lock order above), the run's open waits and
- * the parent's open child wait on it. A successor is inserted in the same transaction.
- */
-export async function transitionIn(
-  ctx: PlanContext,
-  request: TransitionRequest,
-): Promise<{ run: RunRecord; transition: TransitionRecord }> {
-  const steps = request.steps ?? [];
-  if (steps.some((step) => step.runId !== request.runId)) {
-    throw new PassThrough(new InvalidInputError("a transition's steps must be steps of its run"));
-  }
-  let result: { run: RunRecord; transition: TransitionRecord };
-  if (!hasEnded(request.to)) {
-    const run = await lockRun(ctx, request.runId);
-    const { plan, ...outcome } = planned(() => planTransition({ run, request }));
-    await applyPlan(ctx, plan, byId(run ? [run] : []));
-    result = outcome;
-  } else {
-    const { rows, run, end } = await lockEnding(ctx, request.runId);
-    const { plan, ...outcome } = planned(() => planTransition(end ? { run, request, end } : { run, request }));
-    await applyPlan(ctx, plan, byId(rows));
-    result = outcome;
-  }
-  if (steps.length > 0) {
-    // Under the transition's fence (checked by the planner, the run row locked), with the epoch the
-    // transition leaves; committed with the transaction, at its commit level.
-    const written = await ctx.query(ctx.statements.saveSteps, [
-      request.runId,
-      result.run.epoch,
-      null,
-      ...stepColumns(steps, ctx.inlineLimitBytes),
-    ]);
-    if (written.length === 0) throw new LeaseLostError(`run ${request.runId}: the transition's steps were refused`);
-  }
-  return result;
 }
 
 /**
@@ -260,8 +217,8 @@ export async function requestStopIn(
   return { run: plan.current(run as RunRecord), transitions: plan.transitions };
 }
 
-/** Adds the writes of `from` (about other runs) to `into`. */
-function merge(into: Plan, from: Plan): void {
+/** Adds the writes of `from` to `into` (a run `from` changed replaces the version `into` holds). */
+export function merge(into: Plan, from: Plan): void {
   for (const run of from.runs.values()) into.update(run);
   into.created.push(...from.created);
   into.transitions.push(...from.transitions);

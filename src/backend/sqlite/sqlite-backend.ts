@@ -13,6 +13,7 @@ import type {
 import type {
   ClaimRequest,
   CreateRunInput,
+  CreateRunResult,
   RenewRequest,
   ResolveWaitRequest,
   ResolveWaitResult,
@@ -161,7 +162,7 @@ export class SqliteBackend implements RuntimeBackend {
     return (["OFF", "NORMAL", "FULL", "EXTRA"] as const)[level as number] ?? "OFF";
   }
 
-  async createRun(input: CreateRunInput): Promise<{ run: RunRecord; created: boolean }> {
+  async createRun(input: CreateRunInput): Promise<CreateRunResult> {
     const { tx } = this.#open();
     return this.#write(true, "createRun", () => tx.createRun.immediate(input));
   }

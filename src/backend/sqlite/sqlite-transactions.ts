@@ -4,6 +4,7 @@ import type { AcceptanceRecord, RunRecord, StepRecord, TransitionRecord, WaitRec
 import type {
   ClaimRequest,
   CreateRunInput,
+  CreateRunResult,
   RenewRequest,
   ResolveWaitRequest,
   ResolveWaitResult,
@@ -52,7 +53,7 @@ type Tx<F extends (...args: never[]) => unknown> = Database.Transaction<F>;
 
 /** The multi-statement writes of one connection; the backend calls each with `.immediate`. */
 export interface Transactions {
-  createRun: Tx<(input: CreateRunInput) => { run: RunRecord; created: boolean }>;
+  createRun: Tx<(input: CreateRunInput) => CreateRunResult>;
   claim: Tx<(request: ClaimRequest) => RunRecord | undefined>;
   renew: Tx<(request: RenewRequest) => string[]>;
   transition: Tx<(request: TransitionRequest) => { run: RunRecord; transition: TransitionRecord }>;
@@ -109,7 +110,7 @@ function endContext(s: Statements, run: RunRecord): EndContext {
  */
 export function prepareTransactions(db: Db, s: Statements, file: string, inlineLimitBytes: number): Transactions {
   return {
-    createRun: db.transaction((input: CreateRunInput): { run: RunRecord; created: boolean } => {
+    createRun: db.transaction((input: CreateRunInput): CreateRunResult => {
       if (input.key !== null) {
         const row = s.getRunByKey.get(input.agent, input.workflow, input.key);
         if (row) return { run: rowToRun(row), created: false };
@@ -117,7 +118,7 @@ export function prepareTransactions(db: Db, s: Statements, file: string, inlineL
       const { run, transition: first } = pendingRun(input);
       insertNewRun(s, run, file);
       s.insertTransition.run(...transitionParams(first));
-      return { run, created: true };
+      return { run, created: true, transition: first };
     }),
     claim: db.transaction((request: ClaimRequest): RunRecord | undefined => {
       const agents = request.agents === undefined ? null : JSON.stringify(request.agents);

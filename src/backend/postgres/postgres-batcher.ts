@@ -1,0 +1,93 @@
+/** What one caller of a batch gets: its value, or the error it alone failed with. */
+export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
+
+/** Options of {@link CommitBatcher}. */
+export interface CommitBatcherOptions<T, R> {
+  /**
+   * Writes one batch, in one transaction, and says how each item fared, in the batch's order. A
+   * throw fails every item of the batch with that error.
+   */
+  run(batch: readonly T[]): Promise<Settled<R>[]>;
+  /**
+   * Items with the same key never share a batch: the later one waits for the next, so that it is
+   * planned against what the earlier one committed. @default every item its own key
+   */
+  key?: (item: T) => string;
+  /** Most items in one batch. @default 200 */
+  maxItems?: number;
+}
+
+interface Entry<T, R> {
+  item: T;
+  resolve: (value: R) => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * Group commit: the calls of all runs a process drives go out in batches, one transaction per
+ * batch, while the previous batch is being written. A lone call goes out at once (no added
+ * latency); under load, the calls made meanwhile share the next commit. Items keep their order:
+ * a batch takes the oldest items it can.
+ */
+export class CommitBatcher<T, R> {
+  readonly #run: (batch: readonly T[]) => Promise<Settled<R>[]>;
+  readonly #key: ((item: T) => string) | undefined;
+  readonly #maxItems: number;
+  #queue: Entry<T, R>[] = [];
+  #busy = false;
+
+  constructor(options: CommitBatcherOptions<T, R>) {
+    this.#run = options.run;
+    this.#key = options.key;
+    this.#maxItems = options.maxItems ?? 200;
+  }
+
+  /** Queues one item; settles once its batch is committed (or failed). */
+  submit(item: T): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.#queue.push({ item, resolve, reject });
+      if (!this.#busy) void this.#drain();
+    });
+  }
+
+  async #drain(): Promise<void> {
+    this.#busy = true;
+    try {
+      while (this.#queue.length > 0) {
+        const batch = this.#take();
+        let outcomes: Settled<R>[];
+        try {
+          outcomes = await this.#run(batch.map((b) => b.item));
+        } catch (error) {
+          for (const entry of batch) entry.reject(error);
+          continue;
+        }
+        for (const [i, entry] of batch.entries()) {
+          const outcome = outcomes[i];
+          if (outcome?.ok) entry.resolve(outcome.value);
+          else entry.reject(outcome ? outcome.error : new Error("the batch gave no outcome for this item"));
+        }
+      }
+    } finally {
+      this.#busy = false;
+    }
+  }
+
+  /** The oldest items, at most `maxItems`, no two with one key; the rest stay queued in order. */
+  #take(): Entry<T, R>[] {
+    const key = this.#key;
+    if (!key) return this.#queue.splice(0, this.#maxItems);
+    const batch: Entry<T, R>[] = [];
+    const rest: Entry<T, R>[] = [];
+    const keys = new Set<string>();
+    for (const entry of this.#queue) {
+      const k = key(entry.item);
+      if (batch.length < this.#maxItems && !keys.has(k)) {
+        keys.add(k);
+        batch.push(entry);
+      } else rest.push(entry);
+    }
+    this.#queue = rest;
+    return batch;
+  }
+}

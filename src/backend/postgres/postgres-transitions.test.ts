@@ -1,0 +1,175 @@
+import pg from "pg";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
+import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord } from "../../core/records.ts";
+import type { RuntimeBackend, TransitionRequest } from "../backend.ts";
+import {
+  endRun,
+  fullStep,
+  move,
+  refusal,
+  runInput,
+  runningRun,
+  storedState,
+  T0,
+} from "../conformance/conformance-fixtures.ts";
+import { InMemoryBackend } from "../memory/memory-backend.ts";
+import { PostgresBackend } from "./postgres-backend.ts";
+
+/**
+ * Transitions a PostgreSQL backend is asked for at once share a transaction (`transitionsIn`): what
+ * that stores must be what the same transitions one after another store, a refused one must not
+ * take the others down, and a batch that fails as a whole must give each caller its own outcome.
+ */
+
+let db: TestDatabase;
+let backend: PostgresBackend;
+
+beforeAll(async () => {
+  db = await startTestDatabase();
+});
+
+afterAll(async () => {
+  await db?.close();
+});
+
+afterEach(async () => {
+  await backend?.close();
+  await db.dropSchema(backend.schema);
+});
+
+async function open(): Promise<PostgresBackend> {
+  backend = new PostgresBackend({ connectionString: db.url, schema: db.schema() });
+  await backend.init();
+  return backend;
+}
+
+/** The transaction each transition was written in (the feed key of a transition is its transaction's id). */
+async function transactionsOf(runIds: readonly string[]): Promise<Map<string, string>> {
+  const { rows } = await db.query<{ run_id: string; feed_key: string }>(
+    `SELECT run_id, feed_key::text AS feed_key FROM ${pg.escapeIdentifier(backend.schema)}.transitions
+     WHERE run_id = ANY ($1) AND id = (SELECT max(id) FROM ${pg.escapeIdentifier(backend.schema)}.transitions AS t
+       WHERE t.run_id = transitions.run_id)`,
+    [runIds],
+  );
+  return new Map(rows.map((r) => [r.run_id, r.feed_key]));
+}
+
+/**
+ * A parent paused on two children, the children RUNNING, and an unrelated RUNNING run; returns the
+ * requests that end all three (the unrelated run first). Same ids on every backend.
+ */
+async function family(b: RuntimeBackend): Promise<{ ids: string[]; ends: TransitionRequest[] }> {
+  const parent = await runningRun(b, { overrides: { id: "fam-parent" } });
+  const children = [
+    await runningRun(b, { workerId: "w2", overrides: { id: "fam-parent.1", parentRunId: parent.id } }),
+    await runningRun(b, { workerId: "w3", overrides: { id: "fam-parent.2", parentRunId: parent.id } }),
+  ];
+  const suspended = await b.suspend({
+    runId: parent.id,
+    epoch: parent.epoch,
+    waits: children.map((child, i) => ({
+      runId: parent.id,
+      id: `w${i + 1}`,
+      seq: i + 1,
+      kind: "child" as const,
+      name: child.id,
+      status: "open" as const,
+      details: {},
+      dueAt: null,
+      resolution: undefined,
+      createdAt: T0 + 500,
+    })),
+    blockedOn: ["w1", "w2"],
+    pausedReason: "awaiting_child",
+    actor: { kind: "worker", id: "w1" },
+    reason: "waits for its children",
+    versions: { workflow: "wf-1", policy: null, runtime: "0.1.0" },
+    at: T0 + 500,
+  });
+  expect(suspended.paused).toBe(true);
+  const other = await runningRun(b, { overrides: { id: "other" } });
+  const end = (run: RunRecord, i: number) =>
+    move(run, "RUNNING", "COMPLETED", { at: T0 + 1_000 + i, patch: { output: { i }, releaseLease: true } });
+  return {
+    ids: [parent.id, ...children.map((c) => c.id), other.id],
+    ends: [end(other, 0), ...children.map((c, i) => end(c, i + 1))],
+  };
+}
+
+describe("PostgresBackend batches transitions", () => {
+  it("stores what the same transitions one after another store, siblings of one parent in one transaction", async () => {
+    const pgBackend = await open();
+    const memory = new InMemoryBackend();
+    const onPg = await family(pgBackend);
+    const inMemory = await family(memory);
+    // At once on PostgreSQL (the first goes alone, the two children share the next batch); one
+    // after another in memory.
+    const results = await Promise.all(onPg.ends.map((request) => pgBackend.transition(request)));
+    const expected = [];
+    for (const request of inMemory.ends) expected.push(await memory.transition(request));
+    expect(results).toStrictEqual(expected);
+    for (const id of onPg.ids) {
+      const stored = await storedState(pgBackend, id);
+      expect(stored).toStrictEqual(await storedState(memory, id));
+    }
+    // The parent saw both ends: its waits resolved, and it was woken once both were.
+    const parent = await storedState(pgBackend, "fam-parent");
+    expect(parent.waits.map((w) => w.status)).toEqual(["resolved", "resolved"]);
+    expect(parent.run?.state).toBe("RESUMING");
+    const transactions = await transactionsOf(["fam-parent.1", "fam-parent.2", "other"]);
+    expect(transactions.get("fam-parent.1")).toBe(transactions.get("fam-parent.2"));
+    expect(transactions.get("other")).not.toBe(transactions.get("fam-parent.1"));
+  });
+
+  it("commits the others of a batch when one is refused, and refuses that one alone", async () => {
+    const b = await open();
+    const runs = [await runningRun(b), await runningRun(b), await runningRun(b), await runningRun(b)];
+    const [first, stale, third, fourth] = runs as [RunRecord, RunRecord, RunRecord, RunRecord];
+    const before = await storedState(b, stale.id);
+    const outcomes = await Promise.allSettled([
+      endRun(b, first),
+      endRun(b, { id: stale.id, epoch: stale.epoch + 7 }),
+      endRun(b, third),
+      endRun(b, fourth),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled", "fulfilled"]);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(LeaseLostError);
+    expect(await storedState(b, stale.id)).toStrictEqual(before);
+    for (const run of [first, third, fourth]) expect((await b.getRun(run.id))?.state).toBe("COMPLETED");
+    const transactions = await transactionsOf([third.id, fourth.id]);
+    expect(transactions.get(third.id)).toBe(transactions.get(fourth.id));
+  });
+
+  it("gives each caller its own outcome when a batch fails as a whole", async () => {
+    const b = await open();
+    const taken = await runningRun(b);
+    const runs = [await runningRun(b), await runningRun(b), await runningRun(b)];
+    const [first, clashing, last] = runs as [RunRecord, RunRecord, RunRecord];
+    // The successor's id is taken: the batch's insert of it fails, the batch rolls back, and its
+    // requests are tried again one transaction each.
+    const outcomes = await Promise.allSettled([
+      endRun(b, first),
+      endRun(b, clashing, "COMPLETED", { successor: runInput({ id: taken.id }) }),
+      endRun(b, last),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const error = await refusal(Promise.reject((outcomes[1] as PromiseRejectedResult).reason));
+    expect(error).toBeInstanceOf(InvalidInputError);
+    expect(error.message).toContain(taken.id);
+    expect((await b.getRun(clashing.id))?.state).toBe("RUNNING");
+    expect((await b.getRun(last.id))?.state).toBe("COMPLETED");
+    expect((await b.getRun(taken.id))?.state).toBe("RUNNING");
+  });
+
+  it("writes the steps that ride with transitions of a batch under each run's fence", async () => {
+    const b = await open();
+    const runs = [await runningRun(b), await runningRun(b), await runningRun(b)];
+    await Promise.all(runs.map((run) => endRun(b, run, "COMPLETED", { steps: [fullStep(run.id, 1, run.epoch)] })));
+    for (const run of runs) {
+      const steps = await b.loadSteps(run.id);
+      expect(steps).toStrictEqual([fullStep(run.id, 1, run.epoch)]);
+    }
+  });
+});

@@ -1,0 +1,115 @@
+import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
+import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type { TransitionRequest } from "../backend.ts";
+import { Plan } from "../plan.ts";
+import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
+import type { Settled } from "./postgres-batcher.ts";
+import { batchStepColumns, type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
+import { applyPlan, merge, type PlanContext } from "./postgres-waits.ts";
+
+/** What `transition` returns. */
+export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord };
+
+/**
+ * Transitions of several runs (one request per run) in the current transaction, as one batch:
+ *
+ * 1. One statement locks, in id order (the lock order of `postgres-waits.ts`), every run a request
+ *    names and, for the requests into an ended state, their parents and their children that have
+ *    not ended: the rows `lockEnding` locks for one run.
+ * 2. One statement reads the open waits of the ending runs and their parents' child waits on them.
+ * 3. The requests are planned one after another, in the batch's order, each against the rows as
+ *    the requests before it left them: a parent two of whose children end in one batch is seen by
+ *    the second as the first child's end left it, exactly as two transactions in turn would see it.
+ *    A request its planner refuses (a fence that moved, a state that does not allow the move)
+ *    fails alone, with the planner's error, and writes nothing.
+ * 4. The plans of the others are written as one (`applyPlan`), and the steps that ride with their
+ *    transitions by one fenced upsert.
+ *
+ * Any other failure (a statement that fails) throws, and the caller's transaction rolls back.
+ */
+export async function transitionsIn(
+  ctx: PlanContext,
+  requests: readonly TransitionRequest[],
+): Promise<Settled<TransitionOutcome>[]> {
+  const ids = requests.map((r) => r.runId);
+  if (new Set(ids).size !== ids.length) throw new RangeError("a batch of transitions names a run twice");
+  const ending = requests.filter((r) => hasEnded(r.to)).map((r) => r.runId);
+  const rows = (await ctx.query<RunRow>(ctx.statements.lockTransitioning, [ids, ending])).map(rowToRun);
+  const view = new Map(rows.map((run) => [run.id, run]));
+  const waits = new Map<string, WaitRecord>();
+  if (ending.length > 0) {
+    const parents = ending.map((id) => view.get(id)?.parentRunId ?? null);
+    for (const row of await ctx.query<WaitRow>(ctx.statements.loadEndWaitsOf, [ending, parents])) {
+      const wait = rowToWait(row);
+      waits.set(waitKey(wait), wait);
+    }
+  }
+  const plan = new Plan();
+  const outcomes = requests.map((request): Settled<TransitionOutcome> => {
+    try {
+      if ((request.steps ?? []).some((step) => step.runId !== request.runId)) {
+        throw new InvalidInputError("a transition's steps must be steps of its run");
+      }
+      const run = view.get(request.runId);
+      const end = run && hasEnded(request.to) ? endContext(run, view, waits) : undefined;
+      const { plan: own, ...outcome } = planTransition(end ? { run, request, end } : { run, request });
+      merge(plan, own);
+      for (const changed of own.runs.values()) view.set(changed.id, changed);
+      for (const created of own.created) view.set(created.id, created);
+      for (const wait of own.waits) waits.set(waitKey(wait), wait);
+      return { ok: true, value: outcome };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  });
+  await applyPlan(ctx, plan, new Map(rows.map((run) => [run.id, run])));
+  const withSteps = requests
+    .map((request, i) => ({ request, outcome: outcomes[i] }))
+    .filter(({ request, outcome }) => outcome?.ok && (request.steps?.length ?? 0) > 0);
+  if (withSteps.length > 0) {
+    // Under the transitions' fences (checked by the planners, the rows locked), with the epochs the
+    // transitions leave; committed with the transaction, at its commit level.
+    const writes = withSteps.map(({ request, outcome }) => ({
+      runId: request.runId,
+      epoch: (outcome as { value: TransitionOutcome }).value.run.epoch,
+      steps: request.steps ?? [],
+    }));
+    const written = await ctx.query<{ run_id: string }>(ctx.statements.saveStepBatch, [
+      writes.map((w) => w.runId),
+      writes.map((w) => w.epoch),
+      null,
+      ...batchStepColumns(writes, ctx.inlineLimitBytes),
+    ]);
+    const stored = new Set(written.map((row) => row.run_id));
+    const refused = writes.find((w) => !stored.has(w.runId));
+    if (refused) throw new LeaseLostError(`run ${refused.runId}: the transition's steps were refused`);
+  }
+  return outcomes;
+}
+
+/**
+ * What `planEnd` needs for `run`, from the batch's rows as the requests before it left them: its
+ * open waits, its parent and the parent's open child wait on it, its children that have not ended.
+ */
+function endContext(run: RunRecord, view: ReadonlyMap<string, RunRecord>, waits: ReadonlyMap<string, WaitRecord>) {
+  const parent = run.parentRunId === null ? undefined : view.get(run.parentRunId);
+  const open = [...waits.values()].filter((w) => w.status === "open");
+  const end: EndContext = {
+    openWaits: open.filter((w) => w.runId === run.id).sort(bySeq),
+    parent,
+    parentWait: parent && open.find((w) => w.runId === parent.id && w.kind === "child" && w.name === run.id),
+    children: [...view.values()]
+      .filter((r) => r.parentRunId === run.id && !hasEnded(r.state))
+      .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)),
+  };
+  return end;
+}
+
+function waitKey(wait: WaitRecord): string {
+  return `${wait.runId}\u0000${wait.id}`;
+}
+
+/** The order `loadEndWaits` returns waits in. */
+function bySeq(a: WaitRecord, b: WaitRecord): number {
+  return a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
+}
