@@ -98,6 +98,11 @@ export class WorkflowEnvelope {
   readonly #cancel = new AbortController();
   /** `#stop` or `#cancel`: what every step's attempts see (combined once, not per step). */
   #attemptSignal: AbortSignal | undefined;
+
+  #attemptsSignal(): AbortSignal {
+    this.#attemptSignal ??= AbortSignal.any([this.#stop.signal, this.#cancel.signal]);
+    return this.#attemptSignal;
+  }
   readonly #writer: JournalWriter;
   readonly #waitSteps: WaitSteps;
   /** Non-wait steps executing now (a run pauses only when none is). */
@@ -873,7 +878,7 @@ export class WorkflowEnvelope {
         writer: this.#writer,
         stop: this.#stop.signal,
         cancel: this.#cancel.signal,
-        attemptSignal: (this.#attemptSignal ??= AbortSignal.any([this.#stop.signal, this.#cancel.signal])),
+        attemptSignal: this.#attemptsSignal(),
         policy: resolveRetryPolicy(spec.policy),
         limits: {
           startToCloseTimeoutMs: spec.startToCloseTimeoutMs,
