@@ -27,6 +27,7 @@ import type {
   TransitionRequest,
   Wake,
 } from "../backend.ts";
+import { RUN_COLUMNS } from "../sql-rows.ts";
 import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import { CommitBatcher, type Settled } from "./postgres-batcher.ts";
 import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
@@ -34,6 +35,7 @@ import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
   batchStepColumns,
+  columnArrays,
   inlineLimit,
   type RunRow,
   rowToRun,
@@ -178,6 +180,10 @@ export class PostgresBackend implements RuntimeBackend {
   #pool: pg.Pool | undefined;
   /** Step writes of all runs, batched into shared commits. */
   #steps: CommitBatcher<StepWrite, void> | undefined;
+  /** Runs created at once, written by one statement. */
+  #creates: CommitBatcher<CreateRunInput, CreateRunResult> | undefined;
+  /** `getRun` calls made at once, read by one statement. */
+  #reads: CommitBatcher<string, RunRecord | undefined> | undefined;
   /** Transitions of all runs, batched into shared transactions. */
   #transitions: CommitBatcher<TransitionRequest, TransitionOutcome> | undefined;
   #opening: Promise<void> | undefined;
@@ -238,7 +244,49 @@ export class PostgresBackend implements RuntimeBackend {
     }
   }
 
+  /**
+   * Runs created at once by one process share a statement and a commit ({@link CommitBatcher}):
+   * an application that starts fifty runs writes them together. A run the batch could not write
+   * (its key names a run already, or its id is taken) is tried again alone, which says which.
+   */
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {
+    this.#ready();
+    this.#creates ??= new CommitBatcher({
+      key: (i: CreateRunInput) =>
+        i.key === null ? `id\u0000${i.id}` : `key\u0000${i.agent}\u0000${i.workflow}\u0000${i.key}`,
+      run: (batch) => this.#createBatch(batch),
+    });
+    return this.#creates.submit(input);
+  }
+
+  async #createBatch(batch: readonly CreateRunInput[]): Promise<Settled<CreateRunResult>[]> {
+    if (batch.length === 1) return [await settle(this.#createOne(batch[0] as CreateRunInput))];
+    const pool = this.#ready();
+    const pending = batch.map((input) => pendingRun(input));
+    const written = await this.#call("createRun", () =>
+      this.#query<{ run_id: string }>(pool, this.#s.createRuns, [
+        ...columnArrays(
+          pending.map((p) => runValues(p.run)),
+          RUN_COLUMNS.length,
+        ),
+        ...columnArrays(
+          pending.map((p) => [...transitionParams(p.transition), wakePayload({ kind: "runnable", runId: p.run.id })]),
+          11,
+        ),
+        this.#channel,
+      ]),
+    );
+    const stored = new Set(written.map((row) => row.run_id));
+    return Promise.all(
+      pending.map(({ run, transition }, i) =>
+        stored.has(run.id)
+          ? { ok: true as const, value: { run, created: true as const, transition } }
+          : settle(this.#createOne(batch[i] as CreateRunInput)),
+      ),
+    );
+  }
+
+  async #createOne(input: CreateRunInput): Promise<CreateRunResult> {
     const pool = this.#ready();
     const { run, transition } = pendingRun(input);
     return this.#call("createRun", async () => {
@@ -260,12 +308,25 @@ export class PostgresBackend implements RuntimeBackend {
     });
   }
 
+  /** Reads made at once share a statement ({@link CommitBatcher}), as the waiters of fifty runs do. */
   async getRun(runId: string): Promise<RunRecord | undefined> {
-    const pool = this.#ready();
-    return this.#call("getRun", async () => {
-      const [row] = await this.#query<RunRow>(pool, this.#s.getRun, [runId]);
-      return row && rowToRun(row);
+    this.#ready();
+    this.#reads ??= new CommitBatcher({
+      run: async (ids: readonly string[]) => {
+        const pool = this.#ready();
+        if (ids.length === 1) {
+          const [row] = await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRun, ids as string[]));
+          return [{ ok: true, value: row && rowToRun(row) }];
+        }
+        const rows = await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRuns, [ids]));
+        const byId = new Map(rows.map((row) => [row.id, row]));
+        return ids.map((id) => {
+          const row = byId.get(id);
+          return { ok: true, value: row && rowToRun(row) };
+        });
+      },
     });
+    return this.#reads.submit(runId);
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
@@ -718,6 +779,14 @@ export class PostgresBackend implements RuntimeBackend {
       pool,
     );
   }
+}
+
+/** A promise's outcome as a {@link Settled}. */
+function settle<R>(promise: Promise<R>): Promise<Settled<R>> {
+  return promise.then(
+    (value): Settled<R> => ({ ok: true, value }),
+    (error: unknown): Settled<R> => ({ ok: false, error }),
+  );
 }
 
 /** The feed's start: before every transition (those that migration 4 found have feed_key 0). */

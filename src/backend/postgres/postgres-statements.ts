@@ -237,6 +237,35 @@ function insertRuns(s: string): Sql {
   );
 }
 
+/**
+ * `createRun` for several runs in one statement (one commit): the run columns, the transition
+ * columns, then the channel and one wake-up payload per transition. A run whose id or key is taken
+ * is not written, nor is its transition or its wake-up; the run ids that come back are those written.
+ */
+function createRuns(s: string): Sql {
+  const runs = unnest(
+    RUN_COLUMN_LIST,
+    RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]),
+    1,
+  );
+  const transitions = unnest([...TRANSITION_LIST, "wake"], [...TRANSITION_TYPES, "text"], runs.next);
+  return sql(
+    `WITH new_runs AS (
+       INSERT INTO ${s}.runs (${RUN_COLUMNS})
+       SELECT ${runs.values.join(", ")} FROM ${runs.from}
+       ON CONFLICT DO NOTHING
+       RETURNING id
+     ), first AS (
+       INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS}, feed_key)
+       SELECT ${transitions.values.slice(0, -1).join(", ")}, pg_current_xact_id()
+       FROM ${transitions.from} JOIN new_runs ON new_runs.id = x.run_id
+       RETURNING run_id
+     )
+     SELECT first.run_id, pg_notify($${transitions.next}::text, x.wake)
+     FROM first JOIN ${transitions.from} ON x.run_id = first.run_id`,
+  );
+}
+
 /** The statements of one schema. */
 export interface Statements {
   getRun: Sql;
@@ -258,6 +287,8 @@ export interface Statements {
   getRunByKey: Sql;
   getEpoch: Sql;
   createRun: Sql;
+  /** {@link createRuns}. */
+  createRuns: Sql;
   /** Whole runs ({@link insertRuns}). */
   insertRuns: Sql;
   claimNext: Sql;
@@ -375,6 +406,7 @@ export function statements(schema: string): Statements {
        SELECT run_id, pg_notify($${t + 10}::text, $${t + 11}::text) FROM first`,
     ),
     insertRuns: insertRuns(s),
+    createRuns: createRuns(s),
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
     // SKIP LOCKED: a run another worker is claiming right now is passed over, not waited for.
     claimNext: sql(

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
+import { until } from "../../../test/helpers/runtime-helpers.ts";
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend.ts";
@@ -18,9 +19,10 @@ import { InMemoryBackend } from "../memory/memory-backend.ts";
 import { PostgresBackend } from "./postgres-backend.ts";
 
 /**
- * Transitions a PostgreSQL backend is asked for at once share a transaction (`transitionsIn`): what
- * that stores must be what the same transitions one after another store, a refused one must not
- * take the others down, and a batch that fails as a whole must give each caller its own outcome.
+ * What a PostgreSQL backend is asked for at once shares a statement or a transaction: transitions
+ * (`transitionsIn`), run creation and run reads. What that stores must be what the same calls one
+ * after another store, a refused call must not take the others down, and a batch that fails as a
+ * whole must give each caller its own outcome.
  */
 
 let db: TestDatabase;
@@ -171,5 +173,64 @@ describe("PostgresBackend batches transitions", () => {
       const steps = await b.loadSteps(run.id);
       expect(steps).toStrictEqual([fullStep(run.id, 1, run.epoch)]);
     }
+  });
+});
+
+describe("PostgresBackend batches run creation and reads", () => {
+  it("writes runs created at once in one transaction, each with its transition and its wake-up", async () => {
+    const b = await open();
+    const woken: string[] = [];
+    const unsubscribe = await b.subscribe((wake) => {
+      if (wake.kind === "runnable") woken.push(wake.runId);
+    });
+    try {
+      const inputs = Array.from({ length: 20 }, (_, i) => runInput({ id: `batch-${i}`, at: T0 + i }));
+      const created = await Promise.all(inputs.map((input) => b.createRun(input)));
+      for (const [i, result] of created.entries()) {
+        expect(result.created).toBe(true);
+        expect(result.run).toStrictEqual(await b.getRun(`batch-${i}`));
+        expect(result.created && result.transition).toStrictEqual((await b.listTransitions(`batch-${i}`))[0]);
+      }
+      // The first went alone; the other nineteen shared one transaction.
+      const transactions = await transactionsOf(inputs.map((input) => input.id));
+      expect(new Set(inputs.slice(1).map((input) => transactions.get(input.id))).size).toBe(1);
+      await until(() => woken.length >= 20);
+      expect([...woken].sort()).toEqual(inputs.map((input) => input.id).sort());
+    } finally {
+      await unsubscribe();
+    }
+  });
+
+  it("gives each run of a batch its own outcome: created, the run its key names, or a taken id refused", async () => {
+    const b = await open();
+    const existing = await b.createRun(runInput({ id: "keyed", key: "k-1" }));
+    const taken = await b.createRun(runInput({ id: "taken" }));
+    const results = await Promise.allSettled([
+      b.createRun(runInput({ id: "first" })),
+      b.createRun(runInput({ id: "again", key: "k-1" })),
+      b.createRun(runInput({ id: "taken", input: { other: true } })),
+      b.createRun(runInput({ id: "new-1", key: "k-2" })),
+      b.createRun(runInput({ id: "new-2", key: "k-2" })),
+      b.createRun(runInput({ id: "last" })),
+    ]);
+    const values = results.map((r) => (r.status === "fulfilled" ? r.value : r.reason));
+    expect(values[0]).toMatchObject({ created: true, run: { id: "first" } });
+    expect(values[1]).toStrictEqual({ run: existing.run, created: false });
+    expect(values[2]).toBeInstanceOf(InvalidInputError);
+    expect((values[2] as Error).message).toContain('run id "taken" already exists');
+    expect(values[3]).toMatchObject({ created: true, run: { id: "new-1" } });
+    expect(values[4]).toMatchObject({ created: false, run: { id: "new-1" } });
+    expect(values[5]).toMatchObject({ created: true, run: { id: "last" } });
+    expect(await b.getRun("taken")).toStrictEqual(taken.run);
+    expect(await b.getRun("again")).toBeUndefined();
+    expect(await b.getRun("new-2")).toBeUndefined();
+  });
+
+  it("reads runs asked for at once, missing ones included", async () => {
+    const b = await open();
+    const runs = await Promise.all(Array.from({ length: 10 }, (_, i) => b.createRun(runInput({ id: `read-${i}` }))));
+    const ids = [...runs.map((r) => r.run.id), "missing-1", "read-3", "missing-2"];
+    const read = await Promise.all(ids.map((id) => b.getRun(id)));
+    expect(read).toStrictEqual([...runs.map((r) => r.run), undefined, runs[3]?.run, undefined]);
   });
 });
