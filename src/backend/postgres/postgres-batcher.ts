@@ -1,3 +1,5 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
+
 /** What one caller of a batch gets: its value, or the error it alone failed with. */
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
 
@@ -24,10 +26,14 @@ interface Entry<T, R> {
 }
 
 /**
- * Group commit: the calls of all runs a process drives go out in batches, one transaction per
- * batch, while the previous batch is being written. A lone call goes out at once (no added
- * latency); under load, the calls made meanwhile share the next commit. Items keep their order:
- * a batch takes the oldest items it can.
+ * Group commit: the calls of all runs a process drives go out in batches, one statement or
+ * transaction per batch, one batch at a time. A batch leaves on the turn of the event loop after
+ * its first call (`setImmediate`), so it takes every call made in the same turn — fifty runs
+ * started by one loop, the fifty next steps of the runs the last batch's commit let go on, the
+ * wake-ups that one read of the socket delivered — rather than the first alone and the others
+ * one commit later, which would split the runs into cohorts that take turns for ever. A lone call
+ * waits one turn, microseconds; calls made while a batch is being written share the next one.
+ * Items keep their order: a batch takes the oldest items it can.
  */
 export class CommitBatcher<T, R> {
   readonly #run: (batch: readonly T[]) => Promise<Settled<R>[]>;
@@ -53,7 +59,9 @@ export class CommitBatcher<T, R> {
   async #drain(): Promise<void> {
     this.#busy = true;
     try {
-      while (this.#queue.length > 0) {
+      for (;;) {
+        await nextTurn();
+        if (this.#queue.length === 0) break;
         const batch = this.#take();
         let outcomes: Settled<R>[];
         try {
