@@ -34,7 +34,7 @@ import { describeTarget, isConnectionError, type PostgresTarget, toStorageError 
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
-  batchStepColumns,
+  batchStepParams,
   columnArrays,
   inlineLimit,
   type RunRow,
@@ -618,7 +618,7 @@ export class PostgresBackend implements RuntimeBackend {
             batch.map((w) => w.runId),
             batch.map((w) => w.epoch),
             level,
-            ...batchStepColumns(batch, this.inlineLimitBytes),
+            ...batchStepParams(batch, this.inlineLimitBytes),
           ]);
           return new Set(written.map((row) => row.run_id));
         }),

@@ -69,57 +69,36 @@ export function columnArrays(rows: readonly (readonly unknown[])[], width: numbe
   return columns;
 }
 
-/**
- * The parameters of the step upsert after its first three: the steps as one array per column (the
- * `unnest` parameters), in `STEP_VALUE_COLUMNS` order (`seq` to `ended_at`, `effect`), then the blobs they
- * refer to as three arrays (digests, texts, bytes), each blob once. A later step with the same
- * seq replaces an earlier one, as a second save would.
- */
-export function stepColumns(steps: readonly StepRecord[], inlineLimitBytes: number): unknown[][] {
-  const bySeq = new Map<number, StepRecord>();
-  for (const step of steps) bySeq.set(step.seq, step);
-  const blobs = new Map<string, BlobRow>();
-  const rows = [...bySeq.values()].map((step) => {
-    const encoded = encodeStep(step, inlineLimitBytes);
-    for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
-    return encoded.values;
-  });
-  const blobList = [...blobs.values()];
-  return [
-    ...columnArrays(rows, STEP_VALUE_COLUMNS.length),
-    blobList.map((b) => b.digest),
-    blobList.map((b) => b.text),
-    blobList.map((b) => b.bytes),
-  ];
-}
-
 /** `name` as a quoted SQL identifier. */
 export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
 /**
- * The parameters of the batched step upsert after its first three: like {@link stepColumns}, for
- * the steps of several runs, with the run id of each step as a first column.
+ * The parameters of the batched step upsert after its first three: the steps of several runs as
+ * one JSON array of objects (read by `json_to_recordset`), each with `run_id` and the columns of
+ * `encodeStep` (a JSON column as its text, a missing key for SQL NULL), then the blobs they refer to
+ * as three arrays (digests, texts, bytes), each blob once. One JSON text rather than an array per
+ * column: `JSON.stringify` is native, where pg escapes the elements of each text array one by one.
+ * A later step with the same run and seq replaces an earlier one, as a second save would.
  */
-export function batchStepColumns(
+export function batchStepParams(
   requests: ReadonlyArray<{ steps: readonly StepRecord[] }>,
   inlineLimitBytes: number,
-): unknown[][] {
+): unknown[] {
   const byKey = new Map<string, StepRecord>();
   for (const request of requests) for (const step of request.steps) byKey.set(`${step.runId}\u0000${step.seq}`, step);
   const blobs = new Map<string, BlobRow>();
-  const runIds: string[] = [];
   const rows = [...byKey.values()].map((step) => {
     const encoded = encodeStep(step, inlineLimitBytes);
     for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
-    runIds.push(step.runId);
-    return encoded.values;
+    const row: Record<string, unknown> = { run_id: step.runId };
+    for (const [i, column] of STEP_VALUE_COLUMNS.entries()) row[column] = encoded.values[i];
+    return row;
   });
   const blobList = [...blobs.values()];
   return [
-    runIds,
-    ...columnArrays(rows, STEP_VALUE_COLUMNS.length),
+    JSON.stringify(rows),
     blobList.map((b) => b.digest),
     blobList.map((b) => b.text),
     blobList.map((b) => b.bytes),

@@ -309,15 +309,10 @@ export interface Statements {
   /** The feed's last position (feed_key as text, run_id, id), no row when it is empty. */
   feedLatest: Sql;
   /**
-   * The fenced upsert of a run's steps ($1 run, $2 epoch, $3 commit level, $4–$17 the step
-   * columns) with the blobs they refer to ($18–$20: digests, texts, bytes), in one statement.
-   */
-  saveSteps: Sql;
-  /**
-   * `saveSteps` for several runs in one statement (group commit across runs): $1/$2 the runs and
-   * the epochs their writers hold, $3 the commit level, $4 each step's run, $5–$18 the step
-   * columns, $19–$21 the blobs. Only the steps of runs whose epoch matches are written; the run ids
-   * that come back are those written.
+   * The fenced upsert of the steps of several runs in one statement (group commit across runs):
+   * $1/$2 the runs and the epochs their writers hold, $3 the commit level, $4 the steps as JSON
+   * (`batchStepParams`), $5–$7 the blobs. Only the steps of runs whose epoch matches are written;
+   * the run ids that come back are those written.
    */
   saveStepBatch: Sql;
   /**
@@ -478,36 +473,14 @@ export function statements(schema: string): Statements {
        ORDER BY feed_key DESC, run_id DESC, id DESC
        LIMIT 1`,
     ),
-    // Fence and upsert in one statement, hence one transaction. FOR SHARE holds the run row
-    // against a concurrent claim or takeover until this commits, and a claim that committed first
-    // is seen (the row is re-read after the wait), so no step is written under an epoch that has
-    // moved on. $3 sets synchronous_commit for this transaction only (NULL: leave it as it is).
-    // The blobs are written by the same statement, and only when the fence lets the steps in; a
-    // blob stored already (same digest, same text) is left as it is.
-    saveSteps: sql(
-      `WITH fence AS (
-         SELECT id, set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true)
-         FROM ${s}.runs WHERE id = $1 AND epoch = $2
-         FOR SHARE
-       ), new_blobs AS (
-         INSERT INTO ${s}.blobs (digest, text, bytes)
-         SELECT b.digest, b.text, b.bytes
-         FROM fence, unnest($18::text[], $19::text[], $20::bigint[]) AS b (digest, text, bytes)
-         ON CONFLICT (digest) DO NOTHING
-       )
-       INSERT INTO ${s}.steps (${STEP_COLUMNS})
-       SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
-         x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, $2, x.effect::json
-       FROM fence, unnest($4::integer[], $5::text[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[],
-         $11::text[], $12::text[], $13::text[], $14::text[], $15::bigint[], $16::bigint[], $17::text[])
-         AS x (seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage, started_at, ended_at,
-           effect)
-       ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
-         args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
-         attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
-         started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
-       RETURNING seq`,
-    ),
+    // Fence and upsert in one statement, hence one transaction. FOR SHARE holds each run row
+    // against a concurrent claim or takeover until this commits (every move of an epoch locks the
+    // row FOR UPDATE first), and a claim that committed first is seen (the row is re-read after the
+    // wait), so no step is written under an epoch that has moved on. The rows are locked in id
+    // order, the order of every statement that locks several runs. $3 sets synchronous_commit for
+    // this transaction only (NULL: leave it as it is). The blobs are written by the same
+    // statement, only when some run passed the fence; a blob stored already is left as it is. The
+    // runs that passed the fence come back: exactly those whose steps were written.
     saveStepBatch: sql(
       `WITH fence AS (
          SELECT runs.id, runs.epoch,
@@ -518,23 +491,23 @@ export function statements(schema: string): Statements {
        ), new_blobs AS (
          INSERT INTO ${s}.blobs (digest, text, bytes)
          SELECT b.digest, b.text, b.bytes
-         FROM unnest($19::text[], $20::text[], $21::bigint[]) AS b (digest, text, bytes)
+         FROM unnest($5::text[], $6::text[], $7::bigint[]) AS b (digest, text, bytes)
          WHERE EXISTS (SELECT 1 FROM fence)
          ON CONFLICT (digest) DO NOTHING
+       ), new_steps AS (
+         INSERT INTO ${s}.steps (${STEP_COLUMNS})
+         SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
+           x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, fence.epoch, x.effect::json
+         FROM json_to_recordset($4::json) AS x (run_id text, seq integer, kind text, name text, status text,
+           args_digest text, args text, result text, error text, attempts text, heartbeat text, usage text,
+           started_at bigint, ended_at bigint, effect text)
+         JOIN fence ON fence.id = x.run_id
+         ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
+           args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
+           attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
+           started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
        )
-       INSERT INTO ${s}.steps (${STEP_COLUMNS})
-       SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
-         x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, fence.epoch, x.effect::json
-       FROM unnest($4::text[], $5::integer[], $6::text[], $7::text[], $8::text[], $9::text[], $10::text[], $11::text[],
-         $12::text[], $13::text[], $14::text[], $15::text[], $16::bigint[], $17::bigint[], $18::text[])
-         AS x (run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage, started_at,
-           ended_at, effect)
-       JOIN fence ON fence.id = x.run_id
-       ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
-         args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
-         attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
-         started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
-       RETURNING run_id`,
+       SELECT id AS run_id FROM fence`,
     ),
     acceptRun: sql(
       `UPDATE ${s}.runs SET acceptance = $2::json

@@ -4,7 +4,7 @@ import type { TransitionRequest } from "../backend.ts";
 import { Plan } from "../plan.ts";
 import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
 import type { Settled } from "./postgres-batcher.ts";
-import { batchStepColumns, type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
+import { batchStepParams, type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
 import { applyPlan, merge, type PlanContext } from "./postgres-waits.ts";
 
 /** What `transition` returns. */
@@ -78,7 +78,7 @@ export async function transitionsIn(
       writes.map((w) => w.runId),
       writes.map((w) => w.epoch),
       null,
-      ...batchStepColumns(writes, ctx.inlineLimitBytes),
+      ...batchStepParams(writes, ctx.inlineLimitBytes),
     ]);
     const stored = new Set(written.map((row) => row.run_id));
     const refused = writes.find((w) => !stored.has(w.runId));
