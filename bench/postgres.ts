@@ -437,7 +437,13 @@ async function main(): Promise<void> {
         '   committed with synchronous_commit=on; "process": the same with synchronous_commit=off.\n' +
         "   DBOS: one INSERT … COMMIT of the step's output per step. LangGraph: a one-node graph looping N times, so a\n" +
         "   step is a super-step: putWrites (BEGIN, INSERT, COMMIT) then put (BEGIN, blob upserts, checkpoint, COMMIT);\n" +
-        '   "sync" waits for the checkpoint before the next step, "async" (LangGraph\'s default) does not.\n',
+        '   "sync" waits for the checkpoint before the next step, "async" (LangGraph\'s default) does not.',
+    );
+    const machine = median(
+      rounds.map((r) => mean(r.find((s) => s.name.endsWith('"machine"'))?.us ?? []) / mean(r[0]?.us ?? [])),
+    );
+    console.log(
+      `   goal: cairn "machine" within 2x of one synchronous commit: ${machine <= 2 ? "met" : "MISSED"} (${machine.toFixed(2)}x)\n`,
     );
 
     // 2. Concurrent -----------------------------------------------------------------------------
@@ -445,6 +451,7 @@ async function main(): Promise<void> {
     const conc: string[][] = [];
     const concNotes: string[] = [];
     let dbosStepsPerS = Number.NaN;
+    const cairnStepsPerS: number[] = [];
     const row = (name: string, ms: number[], cpu: string, note: string) => {
       const m = median(ms);
       const stepsPerS = (RUNS * RUN_STEPS) / (m / 1000);
@@ -473,12 +480,13 @@ async function main(): Promise<void> {
     for (const workers of WORKERS) {
       process.stderr.write(`2. concurrent, cairn with ${workers} worker process(es)\n`);
       const c = await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS, BATCHES);
-      row(
+      const stepsPerS = row(
         `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}`,
         c.ms,
         cpuCell(c.cpu, true),
         `runs per worker ${c.perWorker}; last COMPLETED recorded by a worker at ${fmt(median(c.recorded))} ms`,
       );
+      cairnStepsPerS.push(stepsPerS);
     }
     if (peers) {
       const graph = peers.graph;
@@ -503,10 +511,20 @@ async function main(): Promise<void> {
       "   ms: from starting the first run to the last result seen by the process that started them (median batch).\n" +
         `   cairn: a client-only Runtime in this process (runtime.run ×${RUNS}, then runtime.waitFor ×${RUNS}); the runs are\n` +
         `   claimed and driven by child worker processes (Runtime with a worker, concurrency ${RUNS}, pool ${POOL} each).\n` +
+        "   What the runs of one process ask for in the same turn of the event loop shares a statement: the client's\n" +
+        "   creations, each worker's claims, its RUNNING and ending transitions, and its step writes (one fenced upsert\n" +
+        "   and one commit per round of steps of all its runs).\n" +
         "   CPU: ms used in the batch by this process and by the worker processes; machine: busy share of all cores\n" +
         "   (every process on the machine, the PostgreSQL server and anything else running, included).",
     );
     for (const note of concNotes) console.log(note);
+    if (!Number.isNaN(dbosStepsPerS)) {
+      const best = Math.max(...cairnStepsPerS);
+      const times = best / dbosStepsPerS;
+      console.log(
+        `   goal: cairn at least 10x DBOS: ${times >= 10 ? "met" : "MISSED"} (${times.toFixed(1)}x with the best worker count; ${cairnStepsPerS.map((v) => (v / dbosStepsPerS).toFixed(1)).join(" / ")} with ${WORKERS.join(" / ")})`,
+      );
+    }
     console.log();
 
     // 3. Signals --------------------------------------------------------------------------------
