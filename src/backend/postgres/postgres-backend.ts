@@ -35,9 +35,9 @@ import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import {
   batchStepParams,
-  columnArrays,
   inlineLimit,
   type RunRow,
+  recordsetJson,
   rowToRun,
   rowToSignal,
   rowToStep,
@@ -47,6 +47,7 @@ import {
   type SignalRow,
   type StepRow,
   stepBlobDigests,
+  TRANSITION_VALUE_COLUMNS,
   type TransitionRow,
   TYPES,
   transitionParams,
@@ -265,13 +266,13 @@ export class PostgresBackend implements RuntimeBackend {
     const pending = batch.map((input) => pendingRun(input));
     const written = await this.#call("createRun", () =>
       this.#query<{ run_id: string }>(pool, this.#s.createRuns, [
-        ...columnArrays(
+        recordsetJson(
           pending.map((p) => runValues(p.run)),
-          RUN_COLUMNS.length,
+          RUN_COLUMNS,
         ),
-        ...columnArrays(
+        recordsetJson(
           pending.map((p) => [...transitionParams(p.transition), wakePayload({ kind: "runnable", runId: p.run.id })]),
-          11,
+          [...TRANSITION_VALUE_COLUMNS, "wake"],
         ),
         this.#channel,
       ]),

@@ -58,16 +58,35 @@ export const TYPES: pg.CustomTypesConfig = {
 };
 
 /**
- * Transposes rows (each a list of column values) into one array per column, the parameters of an
- * `unnest` over `width` columns.
+ * Rows (each a list of column values, in `columns` order) as the JSON text of an array of objects
+ * keyed by column name: the parameter `json_to_recordset` reads back (see `recordset` in
+ * `postgres-statements.ts`). One JSON text rather than one array per column: `JSON.stringify` is
+ * native, where pg escapes the elements of each text array one by one. `undefined` and `null`
+ * are SQL NULL; a JSON column's value is its JSON text.
  */
-export function columnArrays(rows: readonly (readonly unknown[])[], width: number): unknown[][] {
-  const columns: unknown[][] = Array.from({ length: width }, () => []);
-  for (const row of rows) {
-    for (const [i, value] of row.entries()) columns[i]?.push(value);
-  }
-  return columns;
+export function recordsetJson(rows: readonly (readonly unknown[])[], columns: readonly string[]): string {
+  return JSON.stringify(
+    rows.map((row) => {
+      const record: Record<string, unknown> = {};
+      for (const [i, column] of columns.entries()) record[column] = row[i];
+      return record;
+    }),
+  );
 }
+
+/** The columns of `transitionParams`, in order. */
+export const TRANSITION_VALUE_COLUMNS = [
+  "run_id",
+  "id",
+  "at",
+  "actor_kind",
+  "actor_id",
+  "from_state",
+  "to_state",
+  "paused_reason",
+  "reason",
+  "versions",
+] as const;
 
 /** `name` as a quoted SQL identifier. */
 export function quoteIdent(name: string): string {
@@ -92,13 +111,11 @@ export function batchStepParams(
   const rows = [...byKey.values()].map((step) => {
     const encoded = encodeStep(step, inlineLimitBytes);
     for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
-    const row: Record<string, unknown> = { run_id: step.runId };
-    for (const [i, column] of STEP_VALUE_COLUMNS.entries()) row[column] = encoded.values[i];
-    return row;
+    return [step.runId, ...encoded.values];
   });
   const blobList = [...blobs.values()];
   return [
-    JSON.stringify(rows),
+    recordsetJson(rows, ["run_id", ...STEP_VALUE_COLUMNS]),
     blobList.map((b) => b.digest),
     blobList.map((b) => b.text),
     blobList.map((b) => b.bytes),

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
 import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import { RUNNABLE_STATES } from "../transition-rules.ts";
-import { quoteIdent } from "./postgres-schema.ts";
+import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
 
 /**
  * The SQL of `PostgresBackend`, for one schema. Each statement is a named prepared statement
@@ -45,13 +45,12 @@ const RUN_COLUMNS = RUN_COLUMN_LIST.join(", ");
 const WAIT_LIST = WAIT_COLUMNS.join(", ");
 const SIGNAL_LIST = SIGNAL_COLUMNS.join(", ");
 
-const TRANSITION_COLUMNS =
-  "run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions";
+const TRANSITION_COLUMNS = TRANSITION_VALUE_COLUMNS.join(", ");
 
 const STEP_COLUMNS = `run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage,
   started_at, ended_at, epoch, effect`;
 
-/** A column's type, for the `unnest` of a batch write. JSON travels as text and is cast back. */
+/** A column's type, for the `recordset` of a batch write. JSON travels as text and is cast back. */
 type ColumnType = "text" | "integer" | "bigint" | "boolean" | "json";
 
 const RUN_TYPES: Record<(typeof RUN_COLUMN_LIST)[number], ColumnType> = {
@@ -133,23 +132,25 @@ const SIGNAL_TYPES: Record<(typeof SIGNAL_COLUMNS)[number], ColumnType> = {
 };
 
 /**
- * `unnest` over one array parameter per column, numbered from `first`: the FROM item (aliased `x`)
- * and, per column, the expression that reads it back with its type.
+ * `json_to_recordset` over the JSON parameter `$first` (an array of objects keyed by column name,
+ * `recordsetJson`): the FROM item (aliased `x`), per column the expression that reads it back with
+ * its type, and the number of the next parameter. A JSON column travels as its text and is cast
+ * back, so that JSON `null` stays apart from SQL NULL.
  */
-function unnest(
+function recordset(
   columns: readonly string[],
   types: readonly ColumnType[],
   first: number,
 ): { from: string; values: string[]; next: number } {
-  const arrays = columns.map((_, i) => `$${first + i}::${types[i] === "json" ? "text" : types[i]}[]`);
+  const definitions = columns.map((c, i) => `${c} ${types[i] === "json" ? "text" : types[i]}`);
   return {
-    from: `unnest(${arrays.join(", ")}) AS x (${columns.join(", ")})`,
+    from: `json_to_recordset($${first}::json) AS x (${definitions.join(", ")})`,
     values: columns.map((c, i) => (types[i] === "json" ? `x.${c}::json` : `x.${c}`)),
-    next: first + columns.length,
+    next: first + 1,
   };
 }
 
-const TRANSITION_LIST = TRANSITION_COLUMNS.split(", ");
+const TRANSITION_LIST: readonly string[] = TRANSITION_VALUE_COLUMNS;
 
 /**
  * The feed key of a transition a plan inserts (`x` being its row): this transaction's id, or the
@@ -168,17 +169,18 @@ const FEED_KEY = (s: string) =>
 /**
  * The one statement that writes a plan (see `applyPlan`): full-row updates of runs, transitions
  * inserted, waits and signals upserted, and the wake-ups, which `pg_notify` sends when the
- * transaction commits. Each part is an `unnest` over one array per column, so the statement is
+ * transaction commits. Each part is a `recordset` over one JSON parameter, so the statement is
  * the same whatever the plan holds and is prepared once per connection; an empty part writes
  * nothing. The parts touch different tables (or different rows), so the unspecified order in which
  * PostgreSQL runs the WITH parts does not matter; the foreign keys are checked at the end.
  *
- * Parameters: the run columns, one "changed" flag array per {@link RUN_JSON_COLUMNS}, the
- * transition columns, the wait columns, the signal columns, then the channel and the payloads.
+ * Parameters ($1–$4, each `recordsetJson`): the runs (their columns, then one "changed" flag per
+ * {@link RUN_JSON_COLUMNS}, named `<column>_changed`), the transitions, the waits, the signals;
+ * then the channel and the payloads.
  */
 function writePlan(s: string): Sql {
   const runTypes = RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]);
-  const runs = unnest(
+  const runs = recordset(
     [...RUN_COLUMN_LIST, ...RUN_JSON_COLUMNS.map((c) => `${c}_changed`)],
     [...runTypes, ...RUN_JSON_COLUMNS.map(() => "boolean" as const)],
     1,
@@ -186,13 +188,13 @@ function writePlan(s: string): Sql {
   const assignments = RUN_COLUMN_LIST.slice(1).map((c) =>
     RUN_TYPES[c] === "json" ? `${c} = CASE WHEN x.${c}_changed THEN x.${c}::json ELSE r.${c} END` : `${c} = x.${c}`,
   );
-  const transitions = unnest(TRANSITION_LIST, TRANSITION_TYPES, runs.next);
-  const waits = unnest(
+  const transitions = recordset(TRANSITION_LIST, TRANSITION_TYPES, runs.next);
+  const waits = recordset(
     WAIT_COLUMNS,
     WAIT_COLUMNS.map((c) => WAIT_TYPES[c]),
     transitions.next,
   );
-  const signals = unnest(
+  const signals = recordset(
     SIGNAL_COLUMNS,
     SIGNAL_COLUMNS.map((c) => SIGNAL_TYPES[c]),
     waits.next,
@@ -224,7 +226,7 @@ function writePlan(s: string): Sql {
 
 /** Inserts whole runs (a `continueAsNew` successor); returns the ids written (a taken id or key writes nothing). */
 function insertRuns(s: string): Sql {
-  const runs = unnest(
+  const runs = recordset(
     RUN_COLUMN_LIST,
     RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]),
     1,
@@ -243,12 +245,12 @@ function insertRuns(s: string): Sql {
  * is not written, nor is its transition or its wake-up; the run ids that come back are those written.
  */
 function createRuns(s: string): Sql {
-  const runs = unnest(
+  const runs = recordset(
     RUN_COLUMN_LIST,
     RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]),
     1,
   );
-  const transitions = unnest([...TRANSITION_LIST, "wake"], [...TRANSITION_TYPES, "text"], runs.next);
+  const transitions = recordset([...TRANSITION_LIST, "wake"], [...TRANSITION_TYPES, "text"], runs.next);
   return sql(
     `WITH new_runs AS (
        INSERT INTO ${s}.runs (${RUN_COLUMNS})

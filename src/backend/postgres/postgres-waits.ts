@@ -22,14 +22,15 @@ import {
 } from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import {
-  columnArrays,
   type RunRow,
+  recordsetJson,
   rowToRun,
   rowToSignal,
   rowToWait,
   runValues,
   type SignalRow,
   signalValues,
+  TRANSITION_VALUE_COLUMNS,
   transitionParams,
   type WaitRow,
   waitValues,
@@ -244,10 +245,9 @@ export async function applyPlan(ctx: PlanContext, plan: Plan, loaded: Loaded): P
     return;
   }
   if (runs.length > 0) await ctx.query(ctx.statements.writePlan, planParams(ctx, { runs }, loaded));
-  const written = await ctx.query<{ id: string }>(
-    ctx.statements.insertRuns,
-    columnArrays(created.map(runValues), RUN_COLUMNS.length),
-  );
+  const written = await ctx.query<{ id: string }>(ctx.statements.insertRuns, [
+    recordsetJson(created.map(runValues), RUN_COLUMNS),
+  ]);
   if (written.length !== created.length) {
     const ids = created.map((r) => r.id).join(", ");
     throw new InvalidInputError(
@@ -269,6 +269,9 @@ const JSON_FIELDS = {
   acceptance: "acceptance",
 } as const satisfies Record<(typeof RUN_JSON_COLUMNS)[number], keyof RunRecord>;
 
+/** The columns of a changed run in `writePlan`: its row, then whether each JSON column changed. */
+const RUN_PLAN_COLUMNS = [...RUN_COLUMNS, ...RUN_JSON_COLUMNS.map((c) => `${c}_changed`)];
+
 /** The parameters of `writePlan` (see its column order in `postgres-statements.ts`). */
 function planParams(ctx: PlanContext, part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[] }, loaded: Loaded) {
   // The planners copy a run with spread, so a JSON value they did not change is the very object
@@ -282,10 +285,10 @@ function planParams(ctx: PlanContext, part: Partial<Omit<Plan, "runs">> & { runs
   const waits = new Map((part.waits ?? []).map((w) => [`${w.runId}\u0000${w.id}`, w]));
   const signals = new Map((part.signals ?? []).map((s) => [`${s.runId}\u0000${s.messageId}`, s]));
   return [
-    ...columnArrays(runRows, RUN_COLUMNS.length + RUN_JSON_COLUMNS.length),
-    ...columnArrays((part.transitions ?? []).map(transitionParams), 10),
-    ...columnArrays([...waits.values()].map(waitValues), WAIT_COLUMNS.length),
-    ...columnArrays([...signals.values()].map(signalValues), SIGNAL_COLUMNS.length),
+    recordsetJson(runRows, RUN_PLAN_COLUMNS),
+    recordsetJson((part.transitions ?? []).map(transitionParams), TRANSITION_VALUE_COLUMNS),
+    recordsetJson([...waits.values()].map(waitValues), WAIT_COLUMNS),
+    recordsetJson([...signals.values()].map(signalValues), SIGNAL_COLUMNS),
     ctx.channel,
     (part.wakes ?? []).map((wake) => (wake.kind === "reconnected" ? undefined : wakePayload(wake))).filter(Boolean),
   ];
