@@ -29,7 +29,7 @@ import type {
 } from "../backend.ts";
 import { RUN_COLUMNS } from "../sql-rows.ts";
 import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
-import { CommitBatcher, type Settled } from "./postgres-batcher.ts";
+import { CommitBatcher, type Settled, settle } from "./postgres-batcher.ts";
 import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
@@ -433,12 +433,13 @@ export class PostgresBackend implements RuntimeBackend {
   /**
    * The transition and, into an ended state, what `planEnd` does (waits closed, the parent's child
    * wait resolved, children stopped, a successor created), in one transaction; see
-   * `postgres-waits.ts` for the rows it locks and in what order. Transitions of different runs
-   * that a process asks for while another batch of them is being written share the next
-   * transaction ({@link CommitBatcher}, `transitionsIn`): a worker that claims fifty runs records
-   * their RUNNING in one commit. A batch that fails for a reason other than the connection (one
-   * request's successor clashes with a key, say) rolls back and its requests are tried again one
-   * transaction each, so each caller gets the outcome it would have had alone.
+   * `postgres-transitions.ts` for the rows it locks and in what order. Transitions of different
+   * runs that a process asks for in the same turn of the event loop, or while another batch is
+   * being written, share one transaction ({@link CommitBatcher}, `transitionsIn`): a worker that
+   * claims fifty runs records their RUNNING in one commit. A batch that fails for a reason other
+   * than the connection (one request's successor clashes with a taken id, say) rolls back and its
+   * requests are tried again one transaction each, so each caller gets the outcome it would have
+   * had alone.
    */
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
     this.#ready();
@@ -780,14 +781,6 @@ export class PostgresBackend implements RuntimeBackend {
       pool,
     );
   }
-}
-
-/** A promise's outcome as a {@link Settled}. */
-function settle<R>(promise: Promise<R>): Promise<Settled<R>> {
-  return promise.then(
-    (value): Settled<R> => ({ ok: true, value }),
-    (error: unknown): Settled<R> => ({ ok: false, error }),
-  );
 }
 
 /** The feed's start: before every transition (those that migration 4 found have feed_key 0). */

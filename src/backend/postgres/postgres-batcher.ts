@@ -3,6 +3,14 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 /** What one caller of a batch gets: its value, or the error it alone failed with. */
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
 
+/** A promise's outcome as a {@link Settled}. */
+export function settle<R>(promise: Promise<R>): Promise<Settled<R>> {
+  return promise.then(
+    (value): Settled<R> => ({ ok: true, value }),
+    (error: unknown): Settled<R> => ({ ok: false, error }),
+  );
+}
+
 /** Options of {@link CommitBatcher}. */
 export interface CommitBatcherOptions<T, R> {
   /**

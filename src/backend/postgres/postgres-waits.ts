@@ -38,17 +38,19 @@ import {
 import { RUN_JSON_COLUMNS, type Sql, type Statements } from "./postgres-statements.ts";
 
 /**
- * The operations of `PostgresBackend` that go through the planners of `wait-rules.ts`: a
- * transition (with what a run's end does), suspend, resolveWait, deliverSignal, fireDueWaits and
- * requestStop. Each runs inside one transaction on one connection (the caller's `BEGIN … COMMIT`):
+ * The operations of `PostgresBackend` that go through the planners of `wait-rules.ts`: suspend,
+ * resolveWait, deliverSignal, fireDueWaits and requestStop here, transitions (with what a run's end
+ * does) in `postgres-transitions.ts`, batched. Each runs inside one transaction on one connection (the caller's `BEGIN … COMMIT`):
  * it locks the run row with `SELECT … FOR UPDATE`, so operations on one run take turns, loads the
  * rows the planner names, calls the planner and writes its {@link Plan} with {@link applyPlan},
  * whose wake-ups `pg_notify` sends when the transaction commits. Every commit is synchronous.
  *
  * Lock order: runs are locked in id order whenever a statement locks several. An operation on one
  * run locks that run only, except:
- * - A transition into an ended state locks the run, its parent and its children that have not
- *   ended, in one statement (`lockEnding`), in id order. Id order rather than "parent first" since
+ * - A transition into an ended state (and a cancel) locks the run, its parent and its children that
+ *   have not ended, in one statement (`lockEnding`; a batch of transitions: `lockTransitioning`,
+ *   the same rows for each of its runs), in id order. The step batch's fence locks its runs
+ *   (`FOR SHARE`) in id order too. Id order rather than "parent first" since
  *   it is a total order every multi-row lock can keep: `renewLeases` locks the runs it renews in id
  *   order too, so the end of a child and the renewal of its parent by the same worker cannot wait
  *   for each other either way. (Child ids derived from the parent, `<parentId>.<seq>`, sort after
