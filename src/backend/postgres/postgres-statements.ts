@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
-import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
+import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, STEP_VALUE_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import { RUNNABLE_STATES } from "../transition-rules.ts";
 import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
 
@@ -47,8 +47,26 @@ const SIGNAL_LIST = SIGNAL_COLUMNS.join(", ");
 
 const TRANSITION_COLUMNS = TRANSITION_VALUE_COLUMNS.join(", ");
 
-const STEP_COLUMNS = `run_id, seq, kind, name, status, args_digest, args, result, error, attempts, heartbeat, usage,
-  started_at, ended_at, epoch, effect`;
+/** The columns of `steps`, in table order. */
+const STEP_COLUMN_LIST = [
+  "run_id",
+  "seq",
+  "kind",
+  "name",
+  "status",
+  "args_digest",
+  "args",
+  "result",
+  "error",
+  "attempts",
+  "heartbeat",
+  "usage",
+  "started_at",
+  "ended_at",
+  "epoch",
+  "effect",
+] as const;
+const STEP_COLUMNS = STEP_COLUMN_LIST.join(", ");
 
 /** A column's type, for the `recordset` of a batch write. JSON travels as text and is cast back. */
 type ColumnType = "text" | "integer" | "bigint" | "boolean" | "json";
@@ -120,6 +138,23 @@ const WAIT_TYPES: Record<(typeof WAIT_COLUMNS)[number], ColumnType> = {
   due_at: "bigint",
   resolution: "json",
   created_at: "bigint",
+};
+
+const STEP_TYPES: Record<(typeof STEP_VALUE_COLUMNS)[number], ColumnType> = {
+  seq: "integer",
+  kind: "text",
+  name: "text",
+  status: "text",
+  args_digest: "text",
+  args: "json",
+  result: "json",
+  error: "json",
+  attempts: "json",
+  heartbeat: "json",
+  usage: "json",
+  started_at: "bigint",
+  ended_at: "bigint",
+  effect: "json",
 };
 
 const SIGNAL_TYPES: Record<(typeof SIGNAL_COLUMNS)[number], ColumnType> = {
@@ -265,6 +300,46 @@ function createRuns(s: string): Sql {
      )
      SELECT first.run_id, pg_notify($${transitions.next}::text, x.wake)
      FROM first JOIN ${transitions.from} ON x.run_id = first.run_id`,
+  );
+}
+
+/**
+ * Fence and upsert in one statement, hence one transaction. FOR SHARE holds each run row
+ * against a concurrent claim or takeover until this commits (every move of an epoch locks the
+ * row FOR UPDATE first), and a claim that committed first is seen (the row is re-read after the
+ * wait), so no step is written under an epoch that has moved on. The rows are locked in id
+ * order, the order of every statement that locks several runs. $3 sets synchronous_commit for
+ * this transaction only (NULL: leave it as it is). The blobs are written by the same
+ * statement, only when some run passed the fence; a blob stored already is left as it is. The
+ * runs that passed the fence come back: exactly those whose steps were written.
+ */
+function saveStepBatch(s: string): Sql {
+  const columns = ["run_id", ...STEP_VALUE_COLUMNS];
+  const steps = recordset(columns, ["text", ...STEP_VALUE_COLUMNS.map((c) => STEP_TYPES[c])], 4);
+  const read = (column: string) => steps.values[columns.indexOf(column)];
+  const values = STEP_COLUMN_LIST.map((c) => (c === "run_id" ? "fence.id" : c === "epoch" ? "fence.epoch" : read(c)));
+  return sql(
+    `WITH fence AS (
+       SELECT runs.id, runs.epoch,
+         set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true) AS level
+       FROM ${s}.runs JOIN unnest($1::text[], $2::integer[]) AS r (run_id, epoch) ON runs.id = r.run_id AND runs.epoch = r.epoch
+       ORDER BY runs.id
+       FOR SHARE OF runs
+     ), new_blobs AS (
+       INSERT INTO ${s}.blobs (digest, text, bytes)
+       SELECT b.digest, b.text, b.bytes
+       FROM unnest($5::text[], $6::text[], $7::bigint[]) AS b (digest, text, bytes)
+       WHERE EXISTS (SELECT 1 FROM fence)
+       ON CONFLICT (digest) DO NOTHING
+     ), new_steps AS (
+       INSERT INTO ${s}.steps (${STEP_COLUMNS})
+       SELECT ${values.join(", ")}
+       FROM ${steps.from} JOIN fence ON fence.id = x.run_id
+       ON CONFLICT (run_id, seq) DO UPDATE SET ${STEP_COLUMN_LIST.slice(2)
+         .map((c) => `${c} = excluded.${c}`)
+         .join(", ")}
+     )
+     SELECT id AS run_id FROM fence`,
   );
 }
 
@@ -475,42 +550,7 @@ export function statements(schema: string): Statements {
        ORDER BY feed_key DESC, run_id DESC, id DESC
        LIMIT 1`,
     ),
-    // Fence and upsert in one statement, hence one transaction. FOR SHARE holds each run row
-    // against a concurrent claim or takeover until this commits (every move of an epoch locks the
-    // row FOR UPDATE first), and a claim that committed first is seen (the row is re-read after the
-    // wait), so no step is written under an epoch that has moved on. The rows are locked in id
-    // order, the order of every statement that locks several runs. $3 sets synchronous_commit for
-    // this transaction only (NULL: leave it as it is). The blobs are written by the same
-    // statement, only when some run passed the fence; a blob stored already is left as it is. The
-    // runs that passed the fence come back: exactly those whose steps were written.
-    saveStepBatch: sql(
-      `WITH fence AS (
-         SELECT runs.id, runs.epoch,
-           set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true) AS level
-         FROM ${s}.runs JOIN unnest($1::text[], $2::integer[]) AS r (run_id, epoch) ON runs.id = r.run_id AND runs.epoch = r.epoch
-         ORDER BY runs.id
-         FOR SHARE OF runs
-       ), new_blobs AS (
-         INSERT INTO ${s}.blobs (digest, text, bytes)
-         SELECT b.digest, b.text, b.bytes
-         FROM unnest($5::text[], $6::text[], $7::bigint[]) AS b (digest, text, bytes)
-         WHERE EXISTS (SELECT 1 FROM fence)
-         ON CONFLICT (digest) DO NOTHING
-       ), new_steps AS (
-         INSERT INTO ${s}.steps (${STEP_COLUMNS})
-         SELECT fence.id, x.seq, x.kind, x.name, x.status, x.args_digest, x.args::json, x.result::json, x.error::json,
-           x.attempts::json, x.heartbeat::json, x.usage::json, x.started_at, x.ended_at, fence.epoch, x.effect::json
-         FROM json_to_recordset($4::json) AS x (run_id text, seq integer, kind text, name text, status text,
-           args_digest text, args text, result text, error text, attempts text, heartbeat text, usage text,
-           started_at bigint, ended_at bigint, effect text)
-         JOIN fence ON fence.id = x.run_id
-         ON CONFLICT (run_id, seq) DO UPDATE SET kind = excluded.kind, name = excluded.name, status = excluded.status,
-           args_digest = excluded.args_digest, args = excluded.args, result = excluded.result, error = excluded.error,
-           attempts = excluded.attempts, heartbeat = excluded.heartbeat, usage = excluded.usage,
-           started_at = excluded.started_at, ended_at = excluded.ended_at, epoch = excluded.epoch, effect = excluded.effect
-       )
-       SELECT id AS run_id FROM fence`,
-    ),
+    saveStepBatch: saveStepBatch(s),
     acceptRun: sql(
       `UPDATE ${s}.runs SET acceptance = $2::json
        WHERE id = $1 AND state = 'COMPLETED' AND acceptance IS NULL
