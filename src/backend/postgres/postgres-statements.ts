@@ -47,25 +47,8 @@ const SIGNAL_LIST = SIGNAL_COLUMNS.join(", ");
 
 const TRANSITION_COLUMNS = TRANSITION_VALUE_COLUMNS.join(", ");
 
-/** The columns of `steps`, in table order. */
-const STEP_COLUMN_LIST = [
-  "run_id",
-  "seq",
-  "kind",
-  "name",
-  "status",
-  "args_digest",
-  "args",
-  "result",
-  "error",
-  "attempts",
-  "heartbeat",
-  "usage",
-  "started_at",
-  "ended_at",
-  "epoch",
-  "effect",
-] as const;
+/** The columns of `steps`, in table order: the run, the encoded step (`effect` last), the epoch before it. */
+const STEP_COLUMN_LIST = ["run_id", ...STEP_VALUE_COLUMNS.filter((c) => c !== "effect"), "epoch", "effect"];
 const STEP_COLUMNS = STEP_COLUMN_LIST.join(", ");
 
 /** A column's type, for the `recordset` of a batch write. JSON travels as text and is cast back. */
