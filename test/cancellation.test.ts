@@ -148,7 +148,7 @@ forEachBackend((under) => {
         tools: {},
         workflows: {
           async ask(ctx, _input: null) {
-            return ctx.askUser("q?", { timeoutMs: 50 }).catch((e: Error) => `timed out: ${e.name}`);
+            return ctx.askUser("q?", { timeoutMs: 400 }).catch((e: Error) => `timed out: ${e.name}`);
           },
         },
       });
@@ -158,7 +158,9 @@ forEachBackend((under) => {
       const run = await rt.run(timed, "ask", null);
       await until(async () => (await rt.getRun(run.id)).state === "PAUSED");
       await rt.shutdown();
-      await new Promise((r) => setTimeout(r, 80));
+      // Past the question's timeout, with no worker left to record it. (The timeout is long enough
+      // for a loaded machine to see the run PAUSED before its worker fires it.)
+      await new Promise((r) => setTimeout(r, 450));
       const client = runtimes.make({ agents: [timed], backend, worker: false });
       await expect(client.answer(run.id, "w1", "late")).rejects.toBeInstanceOf(WaitClosedError);
       await client.shutdown();

@@ -174,7 +174,9 @@ export interface RuntimeBackend {
   listTransitionsSince?(request: TransitionFeedRequest): Promise<TransitionFeedPage>;
   /**
    * The cursor after the newest transition {@link RuntimeBackend.listTransitionsSince} returns
-   * now: reading from it gives only what comes later ("from now"). On an empty store, the start.
+   * now: reading from it gives only what comes later ("from now"), which may include a transition
+   * that committed a moment before but that the feed still held back (see above). On an empty
+   * store, the start.
    */
   latestTransitionCursor?(): Promise<string>;
 }

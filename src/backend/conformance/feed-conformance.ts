@@ -174,9 +174,18 @@ export function describeTransitionFeed(use: UseBackend): void {
       const feed = feedOf(b);
       const runs: RunRecord[] = [];
       for (let i = 0; i < 6; i += 1) runs.push(await newRun(b));
-      const start = await feed.latestTransitionCursor();
+      // Start after the six creations. Not at latestTransitionCursor(): a feed may hold committed
+      // transitions back for a while (PostgreSQL, while an older transaction anywhere on the server
+      // is open), and those would then come after it.
+      let cursor: string | null = null;
+      const uncreated = new Set(runs.map((run) => run.id));
+      while (uncreated.size > 0) {
+        const page = await feed.listTransitionsSince({ after: cursor, limit: 100 });
+        for (const entry of page.transitions) if (entry.transition.id === 1) uncreated.delete(entry.transition.runId);
+        cursor = page.cursor;
+        if (page.transitions.length === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      }
       const seen: TransitionFeedEntry[] = [];
-      let cursor: string | null = start;
       let writing = true;
       const reader = (async () => {
         while (writing) {
