@@ -65,6 +65,29 @@ function sqlitePath(): string {
 
 const transitions = (events: Event[]) => events.filter((e) => e.event === "transition").map((e) => e.json.to);
 
+/**
+ * What the all-runs stream of `s` gives while `worker` (another runtime on the same storage, of
+ * which the server's runtime hears nothing) starts one `desk` run and drives it to COMPLETED; the
+ * worker is shut down after.
+ */
+async function eventsOfARunElsewhere(s: Server, worker: Runtime): Promise<{ events: Event[]; id: string }> {
+  try {
+    await worker.start();
+    const stream = await open(s, "/api/events");
+    let id = "";
+    const events = await read(
+      stream,
+      (e) => e.some((x) => x.event === "transition" && x.json.runId === id && x.json.to === "COMPLETED"),
+      async () => {
+        id = (await worker.run("desk", "quick", 5)).id;
+      },
+    );
+    return { events, id };
+  } finally {
+    await worker.shutdown({ graceMs: 0 });
+  }
+}
+
 describe("a run's event stream", () => {
   it("sends transitions and steps with ids, then end; Last-Event-ID resumes after the given event", async () => {
     const s = makeServer();
@@ -266,24 +289,12 @@ describe("the all-runs event stream", () => {
       latestTransitionCursor: undefined,
     });
     const s = makeServer({}, { backend, worker: false });
-    const worker = new Runtime({ agents: [desk], backend, logger: silentLogger });
-    try {
-      await worker.start();
-      const stream = await open(s, "/api/events");
-      let id = "";
-      const events = await read(
-        stream,
-        (e) => e.some((x) => x.event === "transition" && x.json.to === "COMPLETED"),
-        async () => {
-          // Started by the worker's runtime: the server's runtime hears nothing of it.
-          id = (await worker.run("desk", "quick", 5)).id;
-        },
-      );
-      expect(events.filter((e) => e.event === "transition").every((e) => e.json.runId === id)).toBe(true);
-      expect(transitions(events)).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
-    } finally {
-      await worker.shutdown({ graceMs: 0 });
-    }
+    const { events, id } = await eventsOfARunElsewhere(
+      s,
+      new Runtime({ agents: [desk], backend, logger: silentLogger }),
+    );
+    expect(events.filter((e) => e.event === "transition").every((e) => e.json.runId === id)).toBe(true);
+    expect(transitions(events)).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
   });
 
   it("delivers the transitions another process makes on the same SQLite file, from the backend's feed", async () => {
@@ -292,16 +303,7 @@ describe("the all-runs event stream", () => {
     // Another process: its own connection to the file; the server's runtime hears nothing of it.
     const worker = new Runtime({ agents: [desk], backend: new SqliteBackend({ path }), logger: silentLogger });
     try {
-      await worker.start();
-      const stream = await open(s, "/api/events");
-      let id = "";
-      const events = await read(
-        stream,
-        (e) => e.some((x) => x.event === "transition" && x.json.runId === id && x.json.to === "COMPLETED"),
-        async () => {
-          id = (await worker.run("desk", "quick", 5)).id;
-        },
-      );
+      const { events, id } = await eventsOfARunElsewhere(s, worker);
       expect(events[0]).toMatchObject({ event: "ready", json: { resumed: false } });
       const mine = events.filter((e) => e.event === "transition");
       expect(mine.map((e) => [e.json.runId, e.json.to])).toEqual([
@@ -314,7 +316,6 @@ describe("the all-runs event stream", () => {
       const ids = events.map((e) => Number(e.id?.split(".")[1]));
       expect(ids.slice(1)).toEqual([ids[0]! + 1, ids[0]! + 2, ids[0]! + 3]);
     } finally {
-      await worker.shutdown({ graceMs: 0 });
       rmSync(dirname(path), { recursive: true, force: true });
     }
   });

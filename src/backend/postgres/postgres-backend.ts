@@ -312,22 +312,21 @@ export class PostgresBackend implements RuntimeBackend {
   /** Reads made at once share a statement ({@link CommitBatcher}), as the waiters of fifty runs do. */
   async getRun(runId: string): Promise<RunRecord | undefined> {
     this.#ready();
-    this.#reads ??= new CommitBatcher({
-      run: async (ids: readonly string[]) => {
-        const pool = this.#ready();
-        if (ids.length === 1) {
-          const [row] = await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRun, ids as string[]));
-          return [{ ok: true, value: row && rowToRun(row) }];
-        }
-        const rows = await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRuns, [ids]));
-        const byId = new Map(rows.map((row) => [row.id, row]));
-        return ids.map((id) => {
-          const row = byId.get(id);
-          return { ok: true, value: row && rowToRun(row) };
-        });
-      },
-    });
+    this.#reads ??= new CommitBatcher({ run: (ids: readonly string[]) => this.#readBatch(ids) });
     return this.#reads.submit(runId);
+  }
+
+  async #readBatch(ids: readonly string[]): Promise<Settled<RunRecord | undefined>[]> {
+    const pool = this.#ready();
+    const rows =
+      ids.length === 1
+        ? await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRun, [ids[0]]))
+        : await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRuns, [ids]));
+    const byId = new Map(rows.map((row) => [row.id, row]));
+    return ids.map((id) => {
+      const row = byId.get(id);
+      return { ok: true, value: row && rowToRun(row) };
+    });
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {

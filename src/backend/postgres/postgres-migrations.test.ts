@@ -31,6 +31,28 @@ afterAll(async () => {
   await db?.close();
 });
 
+/**
+ * A new schema at `version`, as a released Cairn left it (its migrations applied and recorded),
+ * added to `schemas` to be dropped; with its quoted name.
+ */
+async function schemaAt(version: number, schemas: string[]): Promise<{ schema: string; q: string }> {
+  const schema = db.schema();
+  schemas.push(schema);
+  const q = pg.escapeIdentifier(schema);
+  await db.query(`CREATE SCHEMA ${q}`);
+  await db.query(
+    `CREATE TABLE ${q}.cairn_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
+  );
+  for (const migration of MIGRATIONS.filter((m) => m.version <= version)) {
+    await db.query(migration.sql(q));
+    await db.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES ($1, $2)`, [
+      migration.version,
+      migration.name,
+    ]);
+  }
+  return { schema, q };
+}
+
 /** The `runs` columns of version 2, in its table order. */
 const V2_RUN_COLUMNS =
   "id, agent, workflow, run_key, state, paused_reason, input, output, error, epoch, lease_owner, lease_expires_at, " +
@@ -48,20 +70,7 @@ describe("PostgresBackend migration 3", () => {
 
   /** A schema at version 2, as a released Cairn left it, holding a RUNNING run with a step and a RECONCILING run. */
   async function versionTwo(): Promise<string> {
-    const schema = db.schema();
-    schemas.push(schema);
-    const q = pg.escapeIdentifier(schema);
-    await db.query(`CREATE SCHEMA ${q}`);
-    await db.query(
-      `CREATE TABLE ${q}.cairn_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-    );
-    for (const migration of MIGRATIONS.filter((m) => m.version <= 2)) {
-      await db.query(migration.sql(q));
-      await db.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES ($1, $2)`, [
-        migration.version,
-        migration.name,
-      ]);
-    }
+    const { schema, q } = await schemaAt(2, schemas);
     const versions = JSON.stringify(VERSIONS);
     const params = Array.from({ length: 23 }, (_, i) => `$${i + 1}`).join(", ");
     const row = (id: string, state: string, epoch: number, owner: string | null) => [
@@ -186,20 +195,7 @@ describe("PostgresBackend migration 4", () => {
   });
 
   it("puts the transitions there are first in the feed, run by run; later ones follow, and older writers are not skipped", async () => {
-    const schema = db.schema();
-    schemas.push(schema);
-    const q = pg.escapeIdentifier(schema);
-    await db.query(`CREATE SCHEMA ${q}`);
-    await db.query(
-      `CREATE TABLE ${q}.cairn_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())`,
-    );
-    for (const migration of MIGRATIONS.filter((m) => m.version <= 3)) {
-      await db.query(migration.sql(q));
-      await db.query(`INSERT INTO ${q}.cairn_migrations (version, name) VALUES ($1, $2)`, [
-        migration.version,
-        migration.name,
-      ]);
-    }
+    const { schema, q } = await schemaAt(3, schemas);
     // Two PENDING runs as version 3 wrote them, "old-b" first.
     const columns = "run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions";
     for (const id of ["old-b", "old-a"]) {

@@ -1,5 +1,5 @@
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { Plan } from "../plan.ts";
 import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
@@ -45,9 +45,12 @@ export async function transitionsIn(
     }
   }
   const plan = new Plan();
+  /** The steps that ride with the transitions planned, under the epochs those transitions leave. */
+  const writes: { runId: string; epoch: number; steps: readonly StepRecord[] }[] = [];
   const outcomes = requests.map((request): Settled<TransitionOutcome> => {
     try {
-      if ((request.steps ?? []).some((step) => step.runId !== request.runId)) {
+      const steps = request.steps ?? [];
+      if (steps.some((step) => step.runId !== request.runId)) {
         throw new InvalidInputError("a transition's steps must be steps of its run");
       }
       const run = view.get(request.runId);
@@ -57,23 +60,16 @@ export async function transitionsIn(
       for (const changed of own.runs.values()) view.set(changed.id, changed);
       for (const created of own.created) view.set(created.id, created);
       for (const wait of own.waits) waits.set(waitKey(wait), wait);
+      if (steps.length > 0) writes.push({ runId: request.runId, epoch: outcome.run.epoch, steps });
       return { ok: true, value: outcome };
     } catch (error) {
       return { ok: false, error };
     }
   });
   await applyPlan(ctx, plan, new Map(rows.map((run) => [run.id, run])));
-  const withSteps = requests
-    .map((request, i) => ({ request, outcome: outcomes[i] }))
-    .filter(({ request, outcome }) => outcome?.ok && (request.steps?.length ?? 0) > 0);
-  if (withSteps.length > 0) {
-    // Under the transitions' fences (checked by the planners, the rows locked), with the epochs the
-    // transitions leave; committed with the transaction, at its commit level.
-    const writes = withSteps.map(({ request, outcome }) => ({
-      runId: request.runId,
-      epoch: (outcome as { value: TransitionOutcome }).value.run.epoch,
-      steps: request.steps ?? [],
-    }));
+  if (writes.length > 0) {
+    // Under the transitions' fences (checked by the planners, the rows locked); committed with the
+    // transaction, at its commit level.
     const written = await ctx.query<{ run_id: string }>(ctx.statements.saveStepBatch, [
       writes.map((w) => w.runId),
       writes.map((w) => w.epoch),
