@@ -1,15 +1,26 @@
-import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it, onTestFailed } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { Logger, RunRecord, RuntimeBackend, StepRecord, TransitionRecord } from "../src/index.ts";
 import { Runtime } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { FENCING_TOOLS, fencingAgent, TOOL_MS } from "./fencing/fencing-agent.ts";
+import {
+  executions,
+  ran,
+  records,
+  type StartedLine,
+  sleep,
+  startChild,
+  stopped,
+  transitionLog,
+  until,
+  type Write,
+} from "./fencing/fencing-harness.ts";
 import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 
 /**
@@ -32,95 +43,11 @@ import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
  * On SQLite the workers share a file, on PostgreSQL a schema.
  */
 
-const CHILD = join(import.meta.dirname, "fencing", "fencing-child.ts");
 const root = mkdtempSync(join(tmpdir(), "cairn-fencing-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
 type Kind = "sqlite" | "postgres";
 type Mode = "renewal" | "fence";
-
-interface Child {
-  proc: ChildProcessWithoutNullStreams;
-  lines: () => string[];
-  err: () => string;
-  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
-}
-
-const children: Child[] = [];
-afterEach(() => {
-  // A child left behind by a failed test (possibly still frozen): wake it and kill it.
-  for (const child of children.splice(0)) {
-    if (child.proc.exitCode === null && child.proc.signalCode === null) {
-      child.proc.kill("SIGCONT");
-      child.proc.kill("SIGKILL");
-    }
-  }
-});
-
-function startChild(args: string[]): Child {
-  const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args]);
-  let out = "";
-  let err = "";
-  proc.stdout.on("data", (d) => (out += d));
-  proc.stderr.on("data", (d) => (err += d));
-  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
-    proc.on("close", (code, signal) => resolve({ code, signal })),
-  );
-  const child = { proc, lines: () => out.split("\n").filter(Boolean), err: () => err, exited };
-  children.push(child);
-  return child;
-}
-
-async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>) {
-  const deadline = Date.now() + 15_000;
-  for (;;) {
-    const value = await check();
-    if (value !== undefined && value !== false) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 5));
-  }
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-/** The child's lines `<prefix> <json>`, parsed. */
-function records<T>(child: Child, prefix: string): T[] {
-  return child
-    .lines()
-    .filter((l) => l.startsWith(`${prefix} `))
-    .map((l) => JSON.parse(l.slice(prefix.length + 1)) as T);
-}
-
-interface Execution {
-  seq: number;
-  pid: number;
-  phase: "start" | "end";
-}
-
-function executions(file: string): Execution[] {
-  if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8")
-    .split("\n")
-    .filter(Boolean)
-    .map((line) => {
-      const [seq, pid, phase] = line.split(":");
-      return { seq: Number(seq), pid: Number(pid), phase: phase as Execution["phase"] };
-    });
-}
-
-const ran = (file: string, seq: number, pid: number, phase: Execution["phase"]) =>
-  executions(file).some((e) => e.seq === seq && e.pid === pid && e.phase === phase);
-
-/** Whether the kernel reports the process stopped (state T); where /proc is missing, waits a little. */
-async function stopped(pid: number): Promise<boolean> {
-  const stat = `/proc/${pid}/stat`;
-  if (!existsSync(stat)) {
-    await sleep(50);
-    return true;
-  }
-  const text = readFileSync(stat, "utf8");
-  return text.slice(text.lastIndexOf(")") + 2).startsWith("T");
-}
 
 /** Where the two workers meet: a SQLite file or a PostgreSQL schema. */
 interface Store {
@@ -172,16 +99,6 @@ function postgresStore(db: TestDatabase): Store {
       }
     },
   };
-}
-
-interface Write {
-  op: "saveSteps" | "transition";
-  seqs?: number[];
-  epoch?: number;
-  to?: string;
-  at: number;
-  outcome: string;
-  message?: string;
 }
 
 describe.each(["sqlite", "postgres"] as const)("fencing on %s", (kind: Kind) => {
@@ -407,15 +324,3 @@ describe.each(["sqlite", "postgres"] as const)("fencing on %s", (kind: Kind) => 
     },
   );
 });
-
-interface StartedLine {
-  runId: string;
-  workerId: string;
-  pid: number;
-}
-
-function transitionLog(transitions: readonly TransitionRecord[]): string {
-  return transitions
-    .map((t) => `  ${t.id} ${t.from ?? "-"} -> ${t.to}  by ${t.actor.kind} ${t.actor.id}: ${t.reason}`)
-    .join("\n");
-}

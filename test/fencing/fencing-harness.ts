@@ -1,0 +1,122 @@
+import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach } from "vitest";
+import type { TransitionRecord } from "../../src/index.ts";
+
+/**
+ * What the fencing tests share: worker A as a child process (`fencing-child.ts`), waiting on what
+ * it prints, on the file of tool executions and on the kernel's view of it (stopped or not).
+ */
+
+const CHILD = join(import.meta.dirname, "fencing-child.ts");
+
+export interface Child {
+  proc: ChildProcessWithoutNullStreams;
+  lines: () => string[];
+  err: () => string;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+const children: Child[] = [];
+afterEach(() => {
+  // A child left behind by a failed test (possibly still frozen): wake it and kill it.
+  for (const child of children.splice(0)) {
+    if (child.proc.exitCode === null && child.proc.signalCode === null) {
+      child.proc.kill("SIGCONT");
+      child.proc.kill("SIGKILL");
+    }
+  }
+});
+
+/** Starts worker A with `args` (see `fencing-child.ts`); killed after the test if still there. */
+export function startChild(args: string[]): Child {
+  const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args]);
+  let out = "";
+  let err = "";
+  proc.stdout.on("data", (d) => (out += d));
+  proc.stderr.on("data", (d) => (err += d));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    proc.on("close", (code, signal) => resolve({ code, signal })),
+  );
+  const child = { proc, lines: () => out.split("\n").filter(Boolean), err: () => err, exited };
+  children.push(child);
+  return child;
+}
+
+/** Polls `check` every 5 ms until it gives a value; fails after 15 s naming `what`. */
+export async function until<T>(what: string, check: () => T | undefined | false | Promise<T | undefined | false>) {
+  const deadline = Date.now() + 15_000;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 5));
+  }
+}
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The child's lines `<prefix> <json>`, parsed. */
+export function records<T>(child: Child, prefix: string): T[] {
+  return child
+    .lines()
+    .filter((l) => l.startsWith(`${prefix} `))
+    .map((l) => JSON.parse(l.slice(prefix.length + 1)) as T);
+}
+
+export interface Execution {
+  seq: number;
+  pid: number;
+  phase: "start" | "end";
+}
+
+export function executions(file: string): Execution[] {
+  if (!existsSync(file)) return [];
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter(Boolean)
+    .map((line) => {
+      const [seq, pid, phase] = line.split(":");
+      return { seq: Number(seq), pid: Number(pid), phase: phase as Execution["phase"] };
+    });
+}
+
+export const ran = (file: string, seq: number, pid: number, phase: Execution["phase"]) =>
+  executions(file).some((e) => e.seq === seq && e.pid === pid && e.phase === phase);
+
+/** Whether the kernel reports the process stopped (state T); where /proc is missing, waits a little. */
+export async function stopped(pid: number): Promise<boolean> {
+  const stat = `/proc/${pid}/stat`;
+  if (!existsSync(stat)) {
+    await sleep(50);
+    return true;
+  }
+  const text = readFileSync(stat, "utf8");
+  return text.slice(text.lastIndexOf(")") + 2).startsWith("T");
+}
+
+/** A `write` line of the child: one `saveSteps` or `transition` and its outcome. */
+export interface Write {
+  op: "saveSteps" | "transition";
+  seqs?: number[];
+  epoch?: number;
+  to?: string;
+  at: number;
+  outcome: string;
+  message?: string;
+}
+
+/** The child's `started` line. */
+export interface StartedLine {
+  runId: string;
+  workerId: string;
+  pid: number;
+}
+
+/** A transition log, one line per transition, for the test's output. */
+export function transitionLog(transitions: readonly TransitionRecord[]): string {
+  return transitions
+    .map((t) => `  ${t.id} ${t.from ?? "-"} -> ${t.to}  by ${t.actor.kind} ${t.actor.id}: ${t.reason}`)
+    .join("\n");
+}
