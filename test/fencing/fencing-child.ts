@@ -4,6 +4,7 @@
  *
  *   node --import tsx test/fencing/fencing-child.ts sqlite <file> - <executions> <renewal|fence>
  *   node --import tsx test/fencing/fencing-child.ts postgres <url> <schema> <executions> <renewal|fence>
+ *   node --import tsx test/fencing/fencing-child.ts postgres <url> <schema> <executions> transaction <idle-ms>
  *
  * It prints, one line each:
  * - `started {"runId","workerId","pid"}` once the run exists;
@@ -16,18 +17,24 @@
  *
  * Mode `fence` discards what lease renewals report (the worker is never told that a lease is
  * lost), so the only thing that can stop it writing is the epoch fence on the writes themselves.
+ *
+ * Mode `transaction` (PostgreSQL): the process stops itself with SIGSTOP inside the transaction
+ * that ends the run, right after that transaction has locked the run's row, and prints
+ * `frozen {"at"}` first. Its backend bounds idle gaps in transactions at `<idle-ms>`
+ * (`transactionIdleTimeoutMs`; 0: no bound).
  */
+import pg from "pg";
 import { LeaseLostError, type Logger, Runtime, type RuntimeBackend } from "../../src/index.ts";
 import { PostgresBackend } from "../../src/postgres.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
 import { fencingAgent } from "./fencing-agent.ts";
 
-const [kind, target, schema, executions, mode] = process.argv.slice(2);
+const [kind, target, schema, executions, mode, idleMs] = process.argv.slice(2);
 if (!target || !schema || !executions || (kind !== "sqlite" && kind !== "postgres")) {
-  console.error("usage: fencing-child.ts sqlite|postgres <file|url> <schema|-> <executions> renewal|fence");
+  console.error("usage: fencing-child.ts sqlite|postgres <file|url> <schema|-> <executions> renewal|fence|transaction");
   process.exit(2);
 }
-if (mode !== "renewal" && mode !== "fence") throw new Error(`unknown mode ${mode}`);
+if (mode !== "renewal" && mode !== "fence" && mode !== "transaction") throw new Error(`unknown mode ${mode}`);
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const describe = (fields?: Record<string, unknown>) => (fields ? ` ${JSON.stringify(fields)}` : "");
@@ -37,6 +44,35 @@ const logger: Logger = {
   warn: (message, fields) => say(`warn ${message}${describe(fields)}`),
   error: (message, fields) => say(`error ${message}${describe(fields)}`),
 };
+
+/** Set when the run's final transition is asked for, in mode `transaction`: freeze in its lock. */
+let freezeInNextLock = false;
+
+/**
+ * A pool whose connections stop this process (SIGSTOP) once `freezeInNextLock` is set and a
+ * statement that locks runs by id (`… FOR UPDATE`, not SKIP LOCKED) has returned: the process is
+ * then inside that transaction, holding the lock.
+ */
+function freezingPool(url: string): pg.Pool {
+  const pool = new pg.Pool({ connectionString: url });
+  pool.on("error", () => {});
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const result = query(...args);
+      const first = args[0] as string | { text?: string } | undefined;
+      const text = (typeof first === "string" ? first : first?.text)?.trim() ?? "";
+      if (!freezeInNextLock || !/\bFOR UPDATE$/.test(text) || !(result instanceof Promise)) return result;
+      freezeInNextLock = false;
+      return result.then((value: unknown) => {
+        say(`frozen ${JSON.stringify({ at: Date.now() })}`);
+        process.kill(process.pid, "SIGSTOP");
+        return value;
+      });
+    };
+  });
+  return pool;
+}
 
 /** Reports every write this worker makes and what became of it; in `fence` mode, blinds renewals. */
 function watch(backend: RuntimeBackend, blindRenewals: boolean): RuntimeBackend {
@@ -64,6 +100,7 @@ function watch(backend: RuntimeBackend, blindRenewals: boolean): RuntimeBackend 
     );
   const transition = backend.transition.bind(backend);
   backend.transition = async (request) => {
+    if (mode === "transaction" && request.to === "COMPLETED") freezeInNextLock = true;
     let result: Awaited<ReturnType<RuntimeBackend["transition"]>> | undefined;
     await outcome(
       { op: "transition", from: request.from, to: request.to, fence: request.fence, at: Date.now() },
@@ -83,7 +120,11 @@ function watch(backend: RuntimeBackend, blindRenewals: boolean): RuntimeBackend 
 }
 
 const backend =
-  kind === "sqlite" ? new SqliteBackend({ path: target }) : new PostgresBackend({ connectionString: target, schema });
+  kind === "sqlite"
+    ? new SqliteBackend({ path: target })
+    : mode === "transaction"
+      ? new PostgresBackend({ pool: freezingPool(target), schema, transactionIdleTimeoutMs: Number(idleMs) })
+      : new PostgresBackend({ connectionString: target, schema });
 const agent = fencingAgent(executions);
 const runtime = new Runtime({
   agents: [agent],

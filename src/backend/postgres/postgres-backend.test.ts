@@ -630,6 +630,38 @@ describe("PostgresBackend", () => {
         );
       }
       expect(() => new PostgresBackend({ pool: sharedPool, connectionString: db.url })).toThrow(/not both/);
+      for (const transactionIdleTimeoutMs of [-1, 1.5, Number.NaN, 2 ** 31]) {
+        expect(() => new PostgresBackend({ transactionIdleTimeoutMs })).toThrow(/transactionIdleTimeoutMs must be/);
+      }
+    });
+
+    it("bounds idle gaps inside each of its transactions, on a pool it was given too", async () => {
+      const texts: string[] = [];
+      const pool = new pg.Pool({ connectionString: db.url, max: 2 });
+      pool.on("error", () => {});
+      pool.on("connect", (client) => {
+        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+        (client as { query: unknown }).query = (...args: unknown[]) => {
+          const first = args[0] as string | { text?: string };
+          texts.push(typeof first === "string" ? first : (first.text ?? ""));
+          return query(...args);
+        };
+      });
+      try {
+        for (const [options, begin] of [
+          [{}, "BEGIN; SET LOCAL idle_in_transaction_session_timeout = 10000"],
+          [{ transactionIdleTimeoutMs: 250 }, "BEGIN; SET LOCAL idle_in_transaction_session_timeout = 250"],
+          [{ transactionIdleTimeoutMs: 0 }, "BEGIN"],
+        ] as const) {
+          const backend = await open({ pool, ...options });
+          await backend.createRun(runInput());
+          texts.length = 0;
+          expect(await backend.claimRun({ workerId: "w", now: T0, leaseMs: LEASE_MS })).toBeDefined();
+          expect(texts.filter((t) => t.startsWith("BEGIN"))).toEqual([begin]);
+        }
+      } finally {
+        await pool.end();
+      }
     });
 
     it("refuses calls before init and after close, and leaves a pool it was given open", async () => {

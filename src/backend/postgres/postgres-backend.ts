@@ -133,6 +133,18 @@ export interface PostgresBackendOptions {
    */
   applicationName?: string;
   /**
+   * Longest a transaction of this backend may sit idle between two of its statements before the
+   * server ends the connection and rolls it back (`idle_in_transaction_session_timeout`, set for
+   * each of its transactions, so a borrowed `pool` gets it too). Cairn's transactions (claims,
+   * transitions, waits, signals, stops, migrations) lock the rows of their runs and never wait on
+   * anything but the server between statements, so an idle gap of seconds means the process is
+   * frozen (SIGSTOP, a stalled VM, a pause of the event loop): without this bound, the rows it
+   * locked would stay locked until it woke up, and no other worker could take over its runs when
+   * their leases lapse. `0` turns the bound off (the server's own setting applies).
+   * @default 10000
+   */
+  transactionIdleTimeoutMs?: number;
+  /**
    * Bytes of JSON text above which a step's arguments or result are stored out of line: once per
    * content in the `blobs` table (keyed by sha-256), with a small reference in the step's row,
    * written by the same statement. `loadSteps` returns the full values.
@@ -175,6 +187,8 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #target: PostgresTarget;
   readonly #s: Statements;
   readonly #channel: string;
+  /** What opens each transaction: BEGIN, with the idle bound of `transactionIdleTimeoutMs`. */
+  readonly #begin: string;
   readonly #listRuns = new Map<string, Sql>();
   /** Connections whose transaction could not be rolled back: closed, never reused. */
   readonly #doomed = new WeakSet<pg.PoolClient>();
@@ -202,8 +216,15 @@ export class PostgresBackend implements RuntimeBackend {
     if (options.max !== undefined && !(Number.isInteger(options.max) && options.max >= 1)) {
       throw new InvalidDefinitionError(`PostgresBackend max must be a whole number of at least 1, got ${options.max}`);
     }
+    const idleMs = options.transactionIdleTimeoutMs ?? 10_000;
+    if (!(Number.isInteger(idleMs) && idleMs >= 0 && idleMs <= 2 ** 31 - 1)) {
+      throw new InvalidDefinitionError(
+        `PostgresBackend transactionIdleTimeoutMs must be a whole number of milliseconds from 0 (off) to 2147483647, got ${idleMs}`,
+      );
+    }
     this.#options = options;
     this.schema = schema;
+    this.#begin = beginStatement(idleMs);
     this.durability = options.durability ?? "machine";
     this.inlineLimitBytes = inlineLimit(options.inlineLimitBytes, "PostgresBackend");
     this.#target = describeTarget(options, schema);
@@ -239,7 +260,7 @@ export class PostgresBackend implements RuntimeBackend {
   async migrate(): Promise<MigrationResult> {
     const pool = this.#pool ?? this.#options.pool ?? this.#makePool();
     try {
-      return await this.#withClient("migrate", (client) => applyMigrations(client, this.schema), pool);
+      return await this.#withClient("migrate", (client) => applyMigrations(client, this.schema, this.#begin), pool);
     } finally {
       if (pool !== this.#pool && pool !== this.#options.pool) await pool.end().catch(() => undefined);
     }
@@ -665,7 +686,7 @@ export class PostgresBackend implements RuntimeBackend {
         "init",
         async (client) => {
           if (this.#options.migrate === false) await checkSchema(client, this.schema);
-          else await applyMigrations(client, this.schema);
+          else await applyMigrations(client, this.schema, this.#begin);
         },
         pool,
       );
@@ -766,7 +787,7 @@ export class PostgresBackend implements RuntimeBackend {
     return this.#withClient(
       operation,
       async (client) => {
-        await client.query("BEGIN");
+        await client.query(this.#begin);
         let result: T;
         try {
           result = await work(client);
@@ -780,6 +801,14 @@ export class PostgresBackend implements RuntimeBackend {
       pool,
     );
   }
+}
+
+/**
+ * BEGIN, and the bound on idle gaps for this transaction only (SET LOCAL), sent together as one
+ * simple-protocol query: one round trip, as BEGIN alone.
+ */
+function beginStatement(idleMs: number): string {
+  return idleMs === 0 ? "BEGIN" : `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idleMs}`;
 }
 
 /** The feed's start: before every transition (those that migration 4 found have feed_key 0). */

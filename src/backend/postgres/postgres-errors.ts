@@ -83,6 +83,8 @@ const HINTS: Readonly<Record<string, string | ((t: PostgresTarget) => string)>> 
   "40001": "a serialization failure; retry",
   "40P01": "a deadlock was detected and this transaction was chosen to fail; retry",
   "57014": "the statement was cancelled (statement_timeout or an operator); retry, or raise statement_timeout",
+  "25P03":
+    "the connection sat idle inside a transaction longer than transactionIdleTimeoutMs (a frozen or stalled process) and the server ended it; the transaction was rolled back",
   "25006": "the database is read-only (a standby or default_transaction_read_only); connect to the primary",
   DEPTH_ZERO_SELF_SIGNED_CERT:
     "the server's TLS certificate is self-signed; pass a CA (ssl option of a pool) or use sslmode=no-verify in the connection string",
@@ -93,12 +95,14 @@ const HINTS: Readonly<Record<string, string | ((t: PostgresTarget) => string)>> 
 /**
  * Whether the connection that raised `error` must not be reused. A refusal by Cairn's rules or a
  * server error (a five-character SQLSTATE) leaves it usable, except connection exceptions (class
- * 08) and a server going down (57P); anything else (a socket error, a timeout) may not.
+ * 08), a server going down (57P) and a session the server ended for sitting idle in a transaction
+ * (25P03); anything else (a socket error, a timeout) may not.
  */
 export function isConnectionError(error: unknown): boolean {
   if (error instanceof CairnError) return false;
   const code = (error as { code?: unknown } | null)?.code;
-  if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code)) return code.startsWith("08") || code.startsWith("57P");
+  if (typeof code === "string" && /^[0-9A-Z]{5}$/.test(code))
+    return code.startsWith("08") || code.startsWith("57P") || code === "25P03";
   return true;
 }
 

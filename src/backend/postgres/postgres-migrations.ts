@@ -246,13 +246,18 @@ function newerError(schema: string, found: number): StorageError {
  * Brings `schema` to {@link SCHEMA_VERSION}: creates the schema when missing and applies every
  * migration newer than the one recorded, all in one transaction under an advisory lock, so two
  * processes starting together apply each migration once. Refuses a schema newer than this code.
+ * `begin` opens the transaction (the backend's BEGIN, with its bound on idle gaps).
  */
-export async function applyMigrations(client: pg.PoolClient, schema: string): Promise<MigrationResult> {
+export async function applyMigrations(
+  client: pg.PoolClient,
+  schema: string,
+  begin = "BEGIN",
+): Promise<MigrationResult> {
   const current = await schemaVersion(client, schema);
   if (current > SCHEMA_VERSION) throw newerError(schema, current);
   if (current === SCHEMA_VERSION) return { from: current, to: current };
   const q = quoteIdent(schema);
-  await client.query("BEGIN");
+  await client.query(begin);
   try {
     await client.query("SELECT pg_advisory_xact_lock($1, $2)", [LOCK_CLASS, lockKey(schema)]);
     // Read again under the lock: another process may have migrated while this one waited.
