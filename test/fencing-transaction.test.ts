@@ -3,17 +3,20 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
-import type { Logger, RunRecord, TransitionRecord } from "../src/index.ts";
-import { Runtime } from "../src/index.ts";
+import type { RunRecord, Runtime, TransitionRecord } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
-import { FENCING_TOOLS, fencingAgent } from "./fencing/fencing-agent.ts";
+import { FENCING_TOOLS } from "./fencing/fencing-agent.ts";
 import {
+  ended,
   executions,
+  leaseLapsed,
   records,
   type StartedLine,
   sleep,
   startChild,
+  startWorkerB,
   stopped,
+  TAKEN_OVER,
   transitionLog,
   until,
   type Write,
@@ -90,30 +93,8 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
       const held = (await inspector.getRun(runId)) as RunRecord;
       expect(held).toMatchObject({ state: "RUNNING", leaseOwner: aWorker });
       expect(await unlocked(schema, runId)).toBe(false);
-      await until("A's lease lapsed", async () => {
-        const run = (await inspector.getRun(runId)) as RunRecord;
-        return run.leaseExpiresAt !== null && run.leaseExpiresAt < Date.now();
-      });
-
-      const logger: Logger = {
-        debug() {},
-        info() {},
-        warn: (message, fields) => bLog.push(`warn ${message} ${JSON.stringify(fields ?? {})}`),
-        error: (message, fields) => bLog.push(`error ${message} ${JSON.stringify(fields ?? {})}`),
-      };
-      b = new Runtime({
-        agents: [fencingAgent(execFile)],
-        backend: new PostgresBackend({ connectionString: db.url, schema }),
-        logger,
-        worker: { leaseMs: 5000, pollIntervalMs: 50, detectDeadLocalOwners: false },
-      });
-      await b.start();
-      const finished = async (runtime: Runtime) => {
-        let run = await runtime.waitFor(runId, { timeoutMs: 15_000, pollIntervalMs: 50 });
-        while (run.state === "INTERRUPTED")
-          run = await runtime.waitFor(runId, { timeoutMs: 15_000, pollIntervalMs: 50 });
-        return run;
-      };
+      await leaseLapsed(inspector, runId);
+      b = await startWorkerB(execFile, new PostgresBackend({ connectionString: db.url, schema }), bLog);
 
       if (idleMs === 0) {
         // B's sweeps run every 50 ms against a lease that lapsed: for 3 s, nothing moves.
@@ -127,7 +108,7 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
         expect(await unlocked(schema, runId)).toBe(false);
         // A killed: its connection closes, the server rolls its transaction back, B goes on.
         a.proc.kill("SIGKILL");
-        expect((await finished(b)).state).toBe("COMPLETED");
+        expect((await ended(b, runId)).state).toBe("COMPLETED");
         return;
       }
 
@@ -136,7 +117,7 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
       await until("B took the run over", async () => ((await inspector.getRun(runId)) as RunRecord).epoch > held.epoch);
       const takenOverAt = Date.now();
       expect(takenOverAt).toBeGreaterThanOrEqual(frozenAt + idleMs);
-      const done = await finished(b);
+      const done = await ended(b, runId);
       expect(done.state).toBe("COMPLETED");
       expect(await stopped(aPid)).toBe(true);
       const transitions = await inspector.listTransitions(runId);
@@ -146,14 +127,7 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
       const interrupted = transitions.find((t) => t.to === "INTERRUPTED") as TransitionRecord;
       expect(interrupted.actor.id).toBe(b.workerId);
       expect(interrupted.reason).toContain(`worker ${aWorker} was lost while the run was RUNNING`);
-      expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual([
-        "->PENDING",
-        "PENDING>RUNNING",
-        "RUNNING>INTERRUPTED",
-        "INTERRUPTED>RESUMING",
-        "RESUMING>RUNNING",
-        "RUNNING>COMPLETED",
-      ]);
+      expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual(TAKEN_OVER);
       expect(transitions.map((t) => t.id)).toEqual([1, 2, 3, 4, 5, 6]);
       expect(transitions.at(-1)?.actor).toEqual({ kind: "worker", id: b.workerId });
       // One row per step, and the output is what the journal holds.

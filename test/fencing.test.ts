@@ -4,19 +4,22 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
-import type { Logger, RunRecord, RuntimeBackend, StepRecord, TransitionRecord } from "../src/index.ts";
-import { Runtime } from "../src/index.ts";
+import type { RunRecord, Runtime, RuntimeBackend, StepRecord, TransitionRecord } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
-import { FENCING_TOOLS, fencingAgent, TOOL_MS } from "./fencing/fencing-agent.ts";
+import { FENCING_TOOLS, TOOL_MS } from "./fencing/fencing-agent.ts";
 import {
+  ended,
   executions,
+  leaseLapsed,
   ran,
   records,
   type StartedLine,
   sleep,
   startChild,
+  startWorkerB,
   stopped,
+  TAKEN_OVER,
   transitionLog,
   until,
   type Write,
@@ -164,27 +167,10 @@ describe.each(["sqlite", "postgres"] as const)("fencing on %s", (kind: Kind) => 
         const frozenStep = (await inspector.loadSteps(runId)).find((s) => s.seq === k);
         expect(frozenStep).toMatchObject({ status: "started", epoch: aEpoch });
 
-        await until("A's lease lapsed", async () => {
-          const run = (await inspector.getRun(runId)) as RunRecord;
-          return run.leaseExpiresAt !== null && run.leaseExpiresAt < Date.now();
-        });
-        const logger: Logger = {
-          debug() {},
-          info() {},
-          warn: (message, fields) => bLog.push(`warn ${message} ${JSON.stringify(fields ?? {})}`),
-          error: (message, fields) => bLog.push(`error ${message} ${JSON.stringify(fields ?? {})}`),
-        };
-        b = new Runtime({
-          agents: [fencingAgent(execFile)],
-          backend: store.open(),
-          logger,
-          worker: { leaseMs: 5000, pollIntervalMs: 50, detectDeadLocalOwners: false },
-        });
-        await b.start();
+        await leaseLapsed(inspector, runId);
+        b = await startWorkerB(execFile, store.open(), bLog);
         const bWorker = b.workerId as string;
-        let done = await b.waitFor(runId, { timeoutMs: 15_000, pollIntervalMs: 50 });
-        while (done.state === "INTERRUPTED") done = await b.waitFor(runId, { timeoutMs: 15_000, pollIntervalMs: 50 });
-        expect(done.state).toBe("COMPLETED");
+        expect((await ended(b, runId)).state).toBe("COMPLETED");
         expect(await stopped(aPid)).toBe(true);
         const taken = { transitions: await inspector.listTransitions(runId), steps: await inspector.loadSteps(runId) };
 
@@ -247,14 +233,7 @@ describe.each(["sqlite", "postgres"] as const)("fencing on %s", (kind: Kind) => 
 
         // The transition log: gapless, A's claim then B's takeover and finish, one COMPLETED by B.
         expect(transitions.map((t) => t.id)).toEqual([1, 2, 3, 4, 5, 6]);
-        expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual([
-          "->PENDING",
-          "PENDING>RUNNING",
-          "RUNNING>INTERRUPTED",
-          "INTERRUPTED>RESUMING",
-          "RESUMING>RUNNING",
-          "RUNNING>COMPLETED",
-        ]);
+        expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual(TAKEN_OVER);
         expect(transitions.filter((t) => t.to === "COMPLETED")).toHaveLength(1);
         const [, claim, interrupted, resuming, resumed, completed] = transitions as TransitionRecord[];
         expect(claim?.actor).toEqual({ kind: "worker", id: aWorker });

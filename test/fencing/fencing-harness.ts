@@ -2,7 +2,8 @@ import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach } from "vitest";
-import type { TransitionRecord } from "../../src/index.ts";
+import { type Logger, type RunRecord, Runtime, type RuntimeBackend, type TransitionRecord } from "../../src/index.ts";
+import { fencingAgent } from "./fencing-agent.ts";
 
 /**
  * What the fencing tests share: worker A as a child process (`fencing-child.ts`), waiting on what
@@ -120,3 +121,49 @@ export function transitionLog(transitions: readonly TransitionRecord[]): string 
     .map((t) => `  ${t.id} ${t.from ?? "-"} -> ${t.to}  by ${t.actor.kind} ${t.actor.id}: ${t.reason}`)
     .join("\n");
 }
+
+/** Resolves once the run's lease, as `inspector` reads it, has lapsed. */
+export function leaseLapsed(inspector: RuntimeBackend, runId: string): Promise<true> {
+  return until("A's lease lapsed", async () => {
+    const run = (await inspector.getRun(runId)) as RunRecord;
+    return run.leaseExpiresAt !== null && run.leaseExpiresAt < Date.now();
+  });
+}
+
+/**
+ * Worker B: a started runtime in the test process on `backend`, sweeping every 50 ms, with a lease
+ * long enough not to lapse during the test; what it logs at warn and error goes to `log`.
+ */
+export async function startWorkerB(execFile: string, backend: RuntimeBackend, log: string[]): Promise<Runtime> {
+  const logger: Logger = {
+    debug() {},
+    info() {},
+    warn: (message, fields) => log.push(`warn ${message} ${JSON.stringify(fields ?? {})}`),
+    error: (message, fields) => log.push(`error ${message} ${JSON.stringify(fields ?? {})}`),
+  };
+  const b = new Runtime({
+    agents: [fencingAgent(execFile)],
+    backend,
+    logger,
+    worker: { leaseMs: 5000, pollIntervalMs: 50, detectDeadLocalOwners: false },
+  });
+  await b.start();
+  return b;
+}
+
+/** The run once it has ended, waiting past INTERRUPTED (a takeover, whose recovery follows). */
+export async function ended(runtime: Runtime, runId: string): Promise<RunRecord> {
+  let run = await runtime.waitFor(runId, { timeoutMs: 15_000, pollIntervalMs: 50 });
+  while (run.state === "INTERRUPTED") run = await runtime.waitFor(runId, { timeoutMs: 15_000, pollIntervalMs: 50 });
+  return run;
+}
+
+/** The transitions (`from>to`) of a run A claimed and B took over and finished. */
+export const TAKEN_OVER = [
+  "->PENDING",
+  "PENDING>RUNNING",
+  "RUNNING>INTERRUPTED",
+  "INTERRUPTED>RESUMING",
+  "RESUMING>RUNNING",
+  "RUNNING>COMPLETED",
+];
