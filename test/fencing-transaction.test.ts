@@ -1,7 +1,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { RunRecord, Runtime, TransitionRecord } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
@@ -11,6 +10,7 @@ import {
   executions,
   leaseLapsed,
   records,
+  rowUnlocked,
   type StartedLine,
   sleep,
   startChild,
@@ -51,17 +51,6 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
     await db?.close();
   });
 
-  /** Whether another connection can lock the run's row now (nobody's transaction holds it). */
-  async function unlocked(schema: string, runId: string): Promise<boolean> {
-    try {
-      await db.query(`SELECT 1 FROM ${pg.escapeIdentifier(schema)}.runs WHERE id = $1 FOR UPDATE NOWAIT`, [runId]);
-      return true;
-    } catch (error) {
-      if ((error as { code?: string }).code === "55P03") return false;
-      throw error;
-    }
-  }
-
   it.each([
     [IDLE_MS, "the server ends A's transaction and B takes the run over"],
     [0, "no bound: the run stays locked under A while A is frozen"],
@@ -92,7 +81,7 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
       // A holds the run: RUNNING under its epoch, every tool run, the row locked by its transaction.
       const held = (await inspector.getRun(runId)) as RunRecord;
       expect(held).toMatchObject({ state: "RUNNING", leaseOwner: aWorker });
-      expect(await unlocked(schema, runId)).toBe(false);
+      expect(await rowUnlocked(db, schema, runId)).toBe(false);
       await leaseLapsed(inspector, runId);
       b = await startWorkerB(execFile, new PostgresBackend({ connectionString: db.url, schema }), bLog);
 
@@ -105,7 +94,7 @@ describe("a worker frozen inside a transaction (PostgreSQL)", () => {
           epoch: held.epoch,
         });
         expect((await inspector.listTransitions(runId)).map((t) => t.to)).toEqual(["PENDING", "RUNNING"]);
-        expect(await unlocked(schema, runId)).toBe(false);
+        expect(await rowUnlocked(db, schema, runId)).toBe(false);
         // A killed: its connection closes, the server rolls its transaction back, B goes on.
         a.proc.kill("SIGKILL");
         expect((await ended(b, runId)).state).toBe("COMPLETED");

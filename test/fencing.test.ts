@@ -2,7 +2,6 @@ import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it, onTestFailed } from "vitest";
 import type { RunRecord, Runtime, RuntimeBackend, StepRecord, TransitionRecord } from "../src/index.ts";
 import { PostgresBackend } from "../src/postgres.ts";
@@ -14,6 +13,7 @@ import {
   leaseLapsed,
   ran,
   records,
+  rowUnlocked,
   type StartedLine,
   sleep,
   startChild,
@@ -92,15 +92,7 @@ function postgresStore(db: TestDatabase): Store {
   return {
     args: [db.url, schema],
     open: () => new PostgresBackend({ connectionString: db.url, schema }),
-    unlocked: async (runId) => {
-      try {
-        await db.query(`SELECT 1 FROM ${pg.escapeIdentifier(schema)}.runs WHERE id = $1 FOR UPDATE NOWAIT`, [runId]);
-        return true;
-      } catch (error) {
-        if ((error as { code?: string }).code === "55P03") return false;
-        throw error;
-      }
-    },
+    unlocked: (runId) => rowUnlocked(db, schema, runId),
   };
 }
 

@@ -1,8 +1,10 @@
 import { type ChildProcessWithoutNullStreams, spawn } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import pg from "pg";
 import { afterEach } from "vitest";
 import { type Logger, type RunRecord, Runtime, type RuntimeBackend, type TransitionRecord } from "../../src/index.ts";
+import type { TestDatabase } from "../helpers/postgres.ts";
 import { fencingAgent } from "./fencing-agent.ts";
 
 /**
@@ -167,3 +169,14 @@ export const TAKEN_OVER = [
   "RESUMING>RUNNING",
   "RUNNING>COMPLETED",
 ];
+
+/** Whether another connection can lock the run's row in `schema` now (no transaction holds it). */
+export async function rowUnlocked(db: TestDatabase, schema: string, runId: string): Promise<boolean> {
+  try {
+    await db.query(`SELECT 1 FROM ${pg.escapeIdentifier(schema)}.runs WHERE id = $1 FOR UPDATE NOWAIT`, [runId]);
+    return true;
+  } catch (error) {
+    if ((error as { code?: string }).code === "55P03") return false;
+    throw error;
+  }
+}
