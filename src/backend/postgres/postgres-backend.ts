@@ -30,9 +30,11 @@ import type {
 import { RUN_COLUMNS } from "../sql-rows.ts";
 import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import { CommitBatcher, type Settled, settle } from "./postgres-batcher.ts";
-import { describeTarget, isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
+import { makePool, PostgresConnection } from "./postgres-connection.ts";
+import { describeTarget, isConnectionError, type PostgresTarget } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
+import type { PostgresBackendOptions } from "./postgres-options.ts";
 import {
   batchStepParams,
   inlineLimit,
@@ -49,111 +51,23 @@ import {
   stepBlobDigests,
   TRANSITION_VALUE_COLUMNS,
   type TransitionRow,
-  TYPES,
   transitionParams,
   type WaitRow,
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
 import { type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
+
+export type { PostgresBackendOptions } from "./postgres-options.ts";
+
 import {
   deliverSignalIn,
   fireDueIn,
-  PassThrough,
   type PlanContext,
   requestStopIn,
   resolveWaitIn,
   suspendIn,
 } from "./postgres-waits.ts";
-
-/** Options of {@link PostgresBackend}. Give `connectionString` or `pool`, not both. */
-export interface PostgresBackendOptions {
-  /**
-   * Where to connect: `postgres://user:password@host:5432/database` (libpq-style parameters such
-   * as `?sslmode=require` work too). With neither this nor `pool`, pg's defaults apply: the
-   * `PGHOST`, `PGPORT`, `PGDATABASE`, `PGUSER` and `PGPASSWORD` environment variables.
-   * @default undefined
-   */
-  connectionString?: string;
-  /**
-   * A pool the application already has. The backend borrows it: `close()` does not end it, and
-   * `max`, `connectTimeoutMs` and `applicationName` do not apply. Its type parsers are left alone
-   * (the backend passes its own with every query).
-   * @default undefined (the backend makes and owns its pool)
-   */
-  pool?: pg.Pool;
-  /**
-   * The PostgreSQL schema that holds Cairn's tables, so that several applications (or test runs)
-   * can share one database. Created by the migrations when missing.
-   * @default "cairn"
-   */
-  schema?: string;
-  /**
-   * Whether `init()` applies pending schema migrations (under an advisory lock, so processes that
-   * start together apply each one once). With `false`, `init()` only checks the schema and refuses
-   * to start, with a `StorageError` that says what to do, when it is missing, older or newer than
-   * this version of Cairn: for deployments where a privileged role runs migrations and workers
-   * connect as a role that may not create tables.
-   * @default true
-   */
-  migrate?: boolean;
-  /**
-   * What a committed checkpoint survives. `"machine"`: a crash of the database server or its
-   * machine. Run creation, claims, transitions and every step write that carries a result wait
-   * for the WAL flush, at PostgreSQL's own `synchronous_commit` setting (`on` unless the server,
-   * database or role says otherwise; a `remote_apply` chosen for replicas is kept). Start records
-   * (`saveSteps` with `sync: false`) and lease renewals commit with `synchronous_commit = off`;
-   * the next synchronous commit covers them.
-   *
-   * `"process"`: a crash of any Cairn process, not of the database server. Every step write
-   * commits with `synchronous_commit = off`, so a server crash can lose the last moments of
-   * results (at most about 3 × `wal_writer_delay`, 600 ms by default) and those tools run again.
-   * Run creation, claims and transitions stay synchronous in both modes: they move the lease
-   * epoch, and an epoch that went backwards in a server crash could be handed to two workers,
-   * who outlive the server on other machines. So do pauses, waits, signals and stop requests: an
-   * answer or a signal that was acknowledged must not be lost.
-   * @default "machine"
-   */
-  durability?: "process" | "machine";
-  /**
-   * Most connections the backend's pool opens. A worker needs about one per run it writes at the
-   * same moment; many worker processes multiply this against the server's `max_connections`.
-   * @default 10
-   */
-  max?: number;
-  /**
-   * How long opening a connection, or waiting for a free one in the pool, may take before the
-   * call fails with a `StorageError`.
-   * @default 10000
-   */
-  connectTimeoutMs?: number;
-  /**
-   * `application_name` of the connections, as `pg_stat_activity` shows it.
-   * @default "cairn"
-   */
-  applicationName?: string;
-  /**
-   * Longest a transaction of this backend may sit idle between two of its statements before the
-   * server ends the connection and rolls it back (`idle_in_transaction_session_timeout`, set for
-   * each of its transactions, so a borrowed `pool` gets it too). Cairn's transactions (claims,
-   * transitions, waits, signals, stops, migrations) lock the rows of their runs and never wait on
-   * anything but the server between statements, so an idle gap of seconds means the process is
-   * frozen (SIGSTOP, a stalled VM, a pause of the event loop): without this bound, the rows it
-   * locked would stay locked until it woke up, and no other worker could take over its runs when
-   * their leases lapse. `0` turns the bound off (the server's own setting applies).
-   * @default 10000
-   */
-  transactionIdleTimeoutMs?: number;
-  /**
-   * Bytes of JSON text above which a step's arguments or result are stored out of line: once per
-   * content in the `blobs` table (keyed by sha-256), with a small reference in the step's row,
-   * written by the same statement. `loadSteps` returns the full values.
-   * @default 262144 (256 KiB)
-   */
-  inlineLimitBytes?: number;
-}
-
-type Queryable = pg.Pool | pg.PoolClient;
 
 /**
  * Stores runs in PostgreSQL through the `pg` driver: many worker processes on many machines share
@@ -187,11 +101,9 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #target: PostgresTarget;
   readonly #s: Statements;
   readonly #channel: string;
-  /** What opens each transaction: BEGIN, with the idle bound of `transactionIdleTimeoutMs`. */
-  readonly #begin: string;
+  /** Statements, connections and transactions, their failures named. */
+  readonly #db: PostgresConnection;
   readonly #listRuns = new Map<string, Sql>();
-  /** Connections whose transaction could not be rolled back: closed, never reused. */
-  readonly #doomed = new WeakSet<pg.PoolClient>();
   #pool: pg.Pool | undefined;
   /** Step writes of all runs, batched into shared commits. */
   #steps: CommitBatcher<StepWrite, void> | undefined;
@@ -224,10 +136,10 @@ export class PostgresBackend implements RuntimeBackend {
     }
     this.#options = options;
     this.schema = schema;
-    this.#begin = beginStatement(idleMs);
     this.durability = options.durability ?? "machine";
     this.inlineLimitBytes = inlineLimit(options.inlineLimitBytes, "PostgresBackend");
     this.#target = describeTarget(options, schema);
+    this.#db = new PostgresConnection(this.#target, idleMs);
     this.#s = statements(schema);
     this.#channel = wakeChannel(schema);
   }
@@ -258,9 +170,13 @@ export class PostgresBackend implements RuntimeBackend {
    * tables. Returns the version found and the version left.
    */
   async migrate(): Promise<MigrationResult> {
-    const pool = this.#pool ?? this.#options.pool ?? this.#makePool();
+    const pool = this.#pool ?? this.#options.pool ?? makePool(this.#options);
     try {
-      return await this.#withClient("migrate", (client) => applyMigrations(client, this.schema, this.#begin), pool);
+      return await this.#db.withClient(
+        "migrate",
+        (client) => applyMigrations(client, this.schema, this.#db.begin),
+        pool,
+      );
     } finally {
       if (pool !== this.#pool && pool !== this.#options.pool) await pool.end().catch(() => undefined);
     }
@@ -285,8 +201,8 @@ export class PostgresBackend implements RuntimeBackend {
     if (batch.length === 1) return [await settle(this.#createOne(batch[0] as CreateRunInput))];
     const pool = this.#ready();
     const pending = batch.map((input) => pendingRun(input));
-    const written = await this.#call("createRun", () =>
-      this.#query<{ run_id: string }>(pool, this.#s.createRuns, [
+    const written = await this.#db.call("createRun", () =>
+      this.#db.query<{ run_id: string }>(pool, this.#s.createRuns, [
         recordsetJson(
           pending.map((p) => runValues(p.run)),
           RUN_COLUMNS,
@@ -311,8 +227,8 @@ export class PostgresBackend implements RuntimeBackend {
   async #createOne(input: CreateRunInput): Promise<CreateRunResult> {
     const pool = this.#ready();
     const { run, transition } = pendingRun(input);
-    return this.#call("createRun", async () => {
-      const written = await this.#query(pool, this.#s.createRun, [
+    return this.#db.call("createRun", async () => {
+      const written = await this.#db.query(pool, this.#s.createRun, [
         ...runValues(run),
         ...transitionParams(transition).slice(1),
         this.#channel,
@@ -321,7 +237,7 @@ export class PostgresBackend implements RuntimeBackend {
       if (written.length === 1) return { run, created: true, transition };
       // Nothing written: the key names a run already, or the id is taken.
       if (input.key !== null) {
-        const [row] = await this.#query<RunRow>(pool, this.#s.getRunByKey, [input.agent, input.workflow, input.key]);
+        const [row] = await this.#db.query<RunRow>(pool, this.#s.getRunByKey, [input.agent, input.workflow, input.key]);
         if (row) return { run: rowToRun(row), created: false };
       }
       throw new InvalidInputError(
@@ -341,8 +257,8 @@ export class PostgresBackend implements RuntimeBackend {
     const pool = this.#ready();
     const rows =
       ids.length === 1
-        ? await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRun, [ids[0]]))
-        : await this.#call("getRun", () => this.#query<RunRow>(pool, this.#s.getRuns, [ids]));
+        ? await this.#db.call("getRun", () => this.#db.query<RunRow>(pool, this.#s.getRun, [ids[0]]))
+        : await this.#db.call("getRun", () => this.#db.query<RunRow>(pool, this.#s.getRuns, [ids]));
     const byId = new Map(rows.map((row) => [row.id, row]));
     return ids.map((id) => {
       const row = byId.get(id);
@@ -378,23 +294,23 @@ export class PostgresBackend implements RuntimeBackend {
     }
     values.push(filter.limit ?? 100, filter.offset ?? 0);
     const sql = statement;
-    return this.#call("listRuns", async () => (await this.#query<RunRow>(pool, sql, values)).map(rowToRun));
+    return this.#db.call("listRuns", async () => (await this.#db.query<RunRow>(pool, sql, values)).map(rowToRun));
   }
 
   async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
     const pool = this.#ready();
-    return this.#transaction(pool, "claimRun", async (client) => {
+    return this.#db.transaction(pool, "claimRun", async (client) => {
       // A named run is waited for when another transaction holds it (it may be claimable once
       // that commits); the next runnable run skips the ones other workers are claiming.
       const [row] =
         request.runId === undefined
-          ? await this.#query<RunRow>(client, this.#s.claimNext, [request.now, request.agents ?? null])
-          : await this.#query<RunRow>(client, this.#s.lockRun, [request.runId]);
+          ? await this.#db.query<RunRow>(client, this.#s.claimNext, [request.now, request.agents ?? null])
+          : await this.#db.query<RunRow>(client, this.#s.lockRun, [request.runId]);
       if (!row) return undefined;
       const run = rowToRun(row);
       if (!isClaimable(run, request.now, request.agents)) return undefined;
       const next = claimed(run, request.workerId, request.now, request.leaseMs);
-      await this.#query(client, this.#s.setLease, [
+      await this.#db.query(client, this.#s.setLease, [
         next.id,
         next.epoch,
         next.leaseOwner,
@@ -409,8 +325,8 @@ export class PostgresBackend implements RuntimeBackend {
     const pool = this.#ready();
     if (!(request.limit >= 1)) return [];
     // One statement: pick the oldest runnable runs other claimers are not locking, and lease them.
-    return this.#call("claimRuns", async () => {
-      const rows = await this.#query<RunRow>(pool, this.#s.claimMany, [
+    return this.#db.call("claimRuns", async () => {
+      const rows = await this.#db.query<RunRow>(pool, this.#s.claimMany, [
         request.now,
         request.agents ?? null,
         request.limit,
@@ -424,8 +340,8 @@ export class PostgresBackend implements RuntimeBackend {
   async renewLeases(request: RenewRequest): Promise<string[]> {
     const pool = this.#ready();
     if (request.runs.length === 0) return [];
-    return this.#call("renewLeases", async () => {
-      const renewed = await this.#query<{ id: string }>(pool, this.#s.renewLeases, [
+    return this.#db.call("renewLeases", async () => {
+      const renewed = await this.#db.query<{ id: string }>(pool, this.#s.renewLeases, [
         request.now + request.leaseMs,
         request.runs.map((r) => r.runId),
         request.runs.map((r) => r.epoch),
@@ -438,15 +354,15 @@ export class PostgresBackend implements RuntimeBackend {
 
   async listExpiredLeases(now: number, limit: number): Promise<RunRecord[]> {
     const pool = this.#ready();
-    return this.#call("listExpiredLeases", async () =>
-      (await this.#query<RunRow>(pool, this.#s.listExpired, [now, limit])).map(rowToRun),
+    return this.#db.call("listExpiredLeases", async () =>
+      (await this.#db.query<RunRow>(pool, this.#s.listExpired, [now, limit])).map(rowToRun),
     );
   }
 
   async listRecoverable(maxRecoveries: number, limit: number): Promise<RunRecord[]> {
     const pool = this.#ready();
-    return this.#call("listRecoverable", async () =>
-      (await this.#query<RunRow>(pool, this.#s.listRecoverable, [maxRecoveries, limit])).map(rowToRun),
+    return this.#db.call("listRecoverable", async () =>
+      (await this.#db.query<RunRow>(pool, this.#s.listRecoverable, [maxRecoveries, limit])).map(rowToRun),
     );
   }
 
@@ -473,7 +389,7 @@ export class PostgresBackend implements RuntimeBackend {
   async #transitionBatch(batch: readonly TransitionRequest[]): Promise<Settled<TransitionOutcome>[]> {
     const pool = this.#ready();
     const inTransaction = (requests: readonly TransitionRequest[]) =>
-      this.#transaction(pool, "transition", (client) => transitionsIn(this.#context(client), requests));
+      this.#db.transaction(pool, "transition", (client) => transitionsIn(this.#context(client), requests));
     try {
       return await inTransaction(batch);
     } catch (error) {
@@ -493,50 +409,50 @@ export class PostgresBackend implements RuntimeBackend {
 
   async suspend(request: SuspendRequest): Promise<SuspendResult> {
     const pool = this.#ready();
-    return this.#transaction(pool, "suspend", (client) => suspendIn(this.#context(client), request));
+    return this.#db.transaction(pool, "suspend", (client) => suspendIn(this.#context(client), request));
   }
 
   async loadWaits(runId: string): Promise<WaitRecord[]> {
     const pool = this.#ready();
-    return this.#call("loadWaits", async () =>
-      (await this.#query<WaitRow>(pool, this.#s.loadWaits, [runId])).map(rowToWait),
+    return this.#db.call("loadWaits", async () =>
+      (await this.#db.query<WaitRow>(pool, this.#s.loadWaits, [runId])).map(rowToWait),
     );
   }
 
   async resolveWait(request: ResolveWaitRequest): Promise<ResolveWaitResult> {
     const pool = this.#ready();
-    return this.#transaction(pool, "resolveWait", (client) => resolveWaitIn(this.#context(client), request));
+    return this.#db.transaction(pool, "resolveWait", (client) => resolveWaitIn(this.#context(client), request));
   }
 
   async deliverSignal(request: SignalRequest): Promise<SignalResult> {
     const pool = this.#ready();
-    return this.#transaction(pool, "deliverSignal", (client) => deliverSignalIn(this.#context(client), request));
+    return this.#db.transaction(pool, "deliverSignal", (client) => deliverSignalIn(this.#context(client), request));
   }
 
   async listSignals(runId: string): Promise<SignalRecord[]> {
     const pool = this.#ready();
-    return this.#call("listSignals", async () =>
-      (await this.#query<SignalRow>(pool, this.#s.listSignals, [runId])).map(rowToSignal),
+    return this.#db.call("listSignals", async () =>
+      (await this.#db.query<SignalRow>(pool, this.#s.listSignals, [runId])).map(rowToSignal),
     );
   }
 
   /** One batch in one transaction; runs another transaction holds are skipped, not waited for. */
   async fireDueWaits(now: number, limit: number): Promise<WaitRecord[]> {
     const pool = this.#ready();
-    return this.#transaction(pool, "fireDueWaits", (client) => fireDueIn(this.#context(client), now, limit));
+    return this.#db.transaction(pool, "fireDueWaits", (client) => fireDueIn(this.#context(client), now, limit));
   }
 
   async nextDueAt(): Promise<number | null> {
     const pool = this.#ready();
-    return this.#call("nextDueAt", async () => {
-      const [row] = await this.#query<{ next: number | null }>(pool, this.#s.nextDueAt, []);
+    return this.#db.call("nextDueAt", async () => {
+      const [row] = await this.#db.query<{ next: number | null }>(pool, this.#s.nextDueAt, []);
       return row?.next ?? null;
     });
   }
 
   async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
     const pool = this.#ready();
-    return this.#transaction(pool, "requestStop", (client) => requestStopIn(this.#context(client), request));
+    return this.#db.transaction(pool, "requestStop", (client) => requestStopIn(this.#context(client), request));
   }
 
   /**
@@ -545,8 +461,8 @@ export class PostgresBackend implements RuntimeBackend {
    */
   async listStopRequested(workerId: string): Promise<string[]> {
     const pool = this.#ready();
-    return this.#call("listStopRequested", async () =>
-      (await this.#query<{ id: string }>(pool, this.#s.listStopRequested, [workerId])).map((r) => r.id),
+    return this.#db.call("listStopRequested", async () =>
+      (await this.#db.query<{ id: string }>(pool, this.#s.listStopRequested, [workerId])).map((r) => r.id),
     );
   }
 
@@ -556,10 +472,10 @@ export class PostgresBackend implements RuntimeBackend {
    */
   async recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord> {
     const pool = this.#ready();
-    return this.#call("recordAcceptance", async () => {
-      const [row] = await this.#query<RunRow>(pool, this.#s.acceptRun, [runId, JSON.stringify(acceptance)]);
+    return this.#db.call("recordAcceptance", async () => {
+      const [row] = await this.#db.query<RunRow>(pool, this.#s.acceptRun, [runId, JSON.stringify(acceptance)]);
       if (row) return rowToRun(row);
-      const [current] = await this.#query<RunRow>(pool, this.#s.getRun, [runId]);
+      const [current] = await this.#db.query<RunRow>(pool, this.#s.getRun, [runId]);
       applyAcceptance(current && rowToRun(current), runId, acceptance);
       // Unreachable while the statement and the rule agree: a refusal is thrown above.
       throw new StorageError(`run ${runId}: the acceptance was not stored, and nothing refuses it; try again`);
@@ -581,14 +497,14 @@ export class PostgresBackend implements RuntimeBackend {
         return client;
       },
     });
-    await this.#call("subscribe", () => wakeListener.start());
+    await this.#db.call("subscribe", () => wakeListener.start());
     return () => wakeListener.stop();
   }
 
   async listTransitions(runId: string): Promise<TransitionRecord[]> {
     const pool = this.#ready();
-    return this.#call("listTransitions", async () =>
-      (await this.#query<TransitionRow>(pool, this.#s.listTransitions, [runId])).map(rowToTransition),
+    return this.#db.call("listTransitions", async () =>
+      (await this.#db.query<TransitionRow>(pool, this.#s.listTransitions, [runId])).map(rowToTransition),
     );
   }
 
@@ -600,8 +516,8 @@ export class PostgresBackend implements RuntimeBackend {
   async listTransitionsSince(request: TransitionFeedRequest): Promise<TransitionFeedPage> {
     const pool = this.#ready();
     const after = parseFeedCursor(request.after ?? FEED_START);
-    return this.#call("listTransitionsSince", async () => {
-      const rows = await this.#query<TransitionRow & { feed_key: string; run_agent: string; run_workflow: string }>(
+    return this.#db.call("listTransitionsSince", async () => {
+      const rows = await this.#db.query<TransitionRow & { feed_key: string; run_agent: string; run_workflow: string }>(
         pool,
         this.#s.feedAfter,
         [after.key, after.runId, after.id, Math.max(0, request.limit)],
@@ -618,8 +534,12 @@ export class PostgresBackend implements RuntimeBackend {
 
   async latestTransitionCursor(): Promise<string> {
     const pool = this.#ready();
-    return this.#call("latestTransitionCursor", async () => {
-      const [row] = await this.#query<{ feed_key: string; run_id: string; id: number }>(pool, this.#s.feedLatest, []);
+    return this.#db.call("latestTransitionCursor", async () => {
+      const [row] = await this.#db.query<{ feed_key: string; run_id: string; id: number }>(
+        pool,
+        this.#s.feedLatest,
+        [],
+      );
       return row ? feedCursor(row.feed_key, row.run_id, row.id) : FEED_START;
     });
   }
@@ -633,10 +553,10 @@ export class PostgresBackend implements RuntimeBackend {
     }
     this.#steps ??= stepBatcher({
       write: (batch) =>
-        this.#call("saveSteps", async () => {
+        this.#db.call("saveSteps", async () => {
           const pool = this.#ready();
           const level = batch.some((w) => w.sync) && this.durability === "machine" ? null : "off";
-          const written = await this.#query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
+          const written = await this.#db.query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
             batch.map((w) => w.runId),
             batch.map((w) => w.epoch),
             level,
@@ -647,10 +567,10 @@ export class PostgresBackend implements RuntimeBackend {
       // The fence refused the write, which therefore changed nothing; the epoch read now only
       // words the error.
       refused: (write) =>
-        this.#call("saveSteps", async () => {
+        this.#db.call("saveSteps", async () => {
           const pool = this.#ready();
           const seq = write.steps[0]?.seq;
-          const [run] = await this.#query<{ epoch: number }>(pool, this.#s.getEpoch, [write.runId]);
+          const [run] = await this.#db.query<{ epoch: number }>(pool, this.#s.getEpoch, [write.runId]);
           if (!run) return new LeaseLostError(`run ${write.runId} does not exist; step ${seq} not saved`);
           return new LeaseLostError(
             `run ${write.runId}: step ${seq} under lease epoch ${write.epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
@@ -662,8 +582,8 @@ export class PostgresBackend implements RuntimeBackend {
 
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const pool = this.#ready();
-    return this.#call("loadSteps", async () => {
-      const rows = await this.#query<StepRow>(pool, this.#s.loadSteps, [runId]);
+    return this.#db.call("loadSteps", async () => {
+      const rows = await this.#db.query<StepRow>(pool, this.#s.loadSteps, [runId]);
       const digests = stepBlobDigests(rows);
       // A second query outside a transaction is safe: blobs are committed with the steps that
       // refer to them and never change.
@@ -671,7 +591,7 @@ export class PostgresBackend implements RuntimeBackend {
         digests.length === 0
           ? undefined
           : new Map(
-              (await this.#query<{ digest: string; text: string }>(pool, this.#s.loadBlobs, [digests])).map(
+              (await this.#db.query<{ digest: string; text: string }>(pool, this.#s.loadBlobs, [digests])).map(
                 (b) => [b.digest, b.text] as const,
               ),
             );
@@ -680,13 +600,13 @@ export class PostgresBackend implements RuntimeBackend {
   }
 
   async #open(): Promise<void> {
-    const pool = this.#options.pool ?? this.#makePool();
+    const pool = this.#options.pool ?? makePool(this.#options);
     try {
-      await this.#withClient(
+      await this.#db.withClient(
         "init",
         async (client) => {
           if (this.#options.migrate === false) await checkSchema(client, this.schema);
-          else await applyMigrations(client, this.schema, this.#begin);
+          else await applyMigrations(client, this.schema, this.#db.begin);
         },
         pool,
       );
@@ -695,20 +615,6 @@ export class PostgresBackend implements RuntimeBackend {
       throw error;
     }
     this.#pool = pool;
-  }
-
-  #makePool(): pg.Pool {
-    const pool = new pg.Pool({
-      ...(this.#options.connectionString === undefined ? {} : { connectionString: this.#options.connectionString }),
-      max: this.#options.max ?? 10,
-      connectionTimeoutMillis: this.#options.connectTimeoutMs ?? 10_000,
-      application_name: this.#options.applicationName ?? "cairn",
-    });
-    // An idle connection that the server drops (a restart, an idle timeout) is reported here and
-    // removed from the pool; the next query opens a new one. Without a listener, pg's 'error'
-    // event would end the process.
-    pool.on("error", () => {});
-    return pool;
   }
 
   #ready(): pg.Pool {
@@ -723,92 +629,12 @@ export class PostgresBackend implements RuntimeBackend {
   /** What the plan operations of `postgres-waits.ts` need, on the transaction's connection. */
   #context(client: pg.PoolClient): PlanContext {
     return {
-      query: (statement, values) => this.#query(client, statement, values),
+      query: (statement, values) => this.#db.query(client, statement, values),
       statements: this.#s,
       channel: this.#channel,
       inlineLimitBytes: this.inlineLimitBytes,
     };
   }
-
-  #query<R = unknown>(on: Queryable, statement: Sql, values: unknown[]): Promise<R[]> {
-    return on
-      .query<pg.QueryResultRow>({ name: statement.name, text: statement.text, values, types: TYPES })
-      .then((result) => result.rows as R[]);
-  }
-
-  async #call<T>(operation: string, work: () => Promise<T>): Promise<T> {
-    try {
-      return await work();
-    } catch (error) {
-      throw toStorageError(error, this.#target, operation);
-    }
-  }
-
-  async #withClient<T>(operation: string, work: (client: pg.PoolClient) => Promise<T>, pool: pg.Pool): Promise<T> {
-    let client: pg.PoolClient | undefined;
-    let discard = false;
-    // pg-pool listens for 'error' only on idle connections. A connection the server drops while it
-    // is checked out (a restart's "terminating connection due to administrator command" arriving
-    // between two statements, or right behind the reply that handed the connection over, in the
-    // same packet) emits 'error' with nobody listening, which would end the process. Heard here
-    // instead: the statement in flight, or the next one, fails, and the connection is closed
-    // rather than reused. The listener is added in the pool's callback, in the same tick as the
-    // hand-over; a promise would leave a gap for an error already in the socket's buffer.
-    let lost = false;
-    const onLost = () => {
-      lost = true;
-    };
-    try {
-      client = await new Promise<pg.PoolClient>((resolve, reject) =>
-        pool.connect((error, connected) => {
-          if (error || !connected) return reject(error);
-          connected.on("error", onLost);
-          resolve(connected);
-        }),
-      );
-      return await work(client);
-    } catch (error) {
-      if (error instanceof PassThrough) throw error.error;
-      discard = client !== undefined && (lost || this.#doomed.has(client) || isConnectionError(error));
-      throw toStorageError(error, this.#target, operation);
-    } finally {
-      client?.removeListener("error", onLost);
-      // release(true) closes the connection instead of handing it to the next caller.
-      client?.release(discard || lost);
-    }
-  }
-
-  /**
-   * Runs `work` in BEGIN … COMMIT on one connection; any error rolls back. A connection whose
-   * rollback failed, or that failed at the network level, is closed rather than returned to the
-   * pool in an unknown state.
-   */
-  #transaction<T>(pool: pg.Pool, operation: string, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-    return this.#withClient(
-      operation,
-      async (client) => {
-        await client.query(this.#begin);
-        let result: T;
-        try {
-          result = await work(client);
-        } catch (error) {
-          await client.query("ROLLBACK").catch(() => this.#doomed.add(client));
-          throw error;
-        }
-        await client.query("COMMIT");
-        return result;
-      },
-      pool,
-    );
-  }
-}
-
-/**
- * BEGIN, and the bound on idle gaps for this transaction only (SET LOCAL), sent together as one
- * simple-protocol query: one round trip, as BEGIN alone.
- */
-function beginStatement(idleMs: number): string {
-  return idleMs === 0 ? "BEGIN" : `BEGIN; SET LOCAL idle_in_transaction_session_timeout = ${idleMs}`;
 }
 
 /** The feed's start: before every transition (those that migration 4 found have feed_key 0). */
