@@ -57,9 +57,6 @@ import {
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
 import { type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
-
-export type { PostgresBackendOptions } from "./postgres-options.ts";
-
 import {
   deliverSignalIn,
   fireDueIn,
@@ -68,6 +65,8 @@ import {
   resolveWaitIn,
   suspendIn,
 } from "./postgres-waits.ts";
+
+export type { PostgresBackendOptions } from "./postgres-options.ts";
 
 /**
  * Stores runs in PostgreSQL through the `pg` driver: many worker processes on many machines share
