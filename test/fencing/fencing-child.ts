@@ -27,6 +27,7 @@ import pg from "pg";
 import { LeaseLostError, type Logger, Runtime, type RuntimeBackend } from "../../src/index.ts";
 import { PostgresBackend } from "../../src/postgres.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
+import { hookQueries } from "../helpers/postgres.ts";
 import { fencingAgent } from "./fencing-agent.ts";
 
 const [kind, target, schema, executions, mode, idleMs] = process.argv.slice(2);
@@ -56,20 +57,14 @@ let freezeInNextLock = false;
 function freezingPool(url: string): pg.Pool {
   const pool = new pg.Pool({ connectionString: url });
   pool.on("error", () => {});
-  pool.on("connect", (client) => {
-    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-    (client as { query: unknown }).query = (...args: unknown[]) => {
-      const result = query(...args);
-      const first = args[0] as string | { text?: string } | undefined;
-      const text = (typeof first === "string" ? first : first?.text)?.trim() ?? "";
-      if (!freezeInNextLock || !/\bFOR UPDATE$/.test(text) || !(result instanceof Promise)) return result;
-      freezeInNextLock = false;
-      return result.then((value: unknown) => {
-        say(`frozen ${JSON.stringify({ at: Date.now() })}`);
-        process.kill(process.pid, "SIGSTOP");
-        return value;
-      });
-    };
+  hookQueries(pool, (text, result) => {
+    if (!freezeInNextLock || !/\bFOR UPDATE$/.test(text.trim()) || !(result instanceof Promise)) return result;
+    freezeInNextLock = false;
+    return result.then((value: unknown) => {
+      say(`frozen ${JSON.stringify({ at: Date.now() })}`);
+      process.kill(process.pid, "SIGSTOP");
+      return value;
+    });
   });
   return pool;
 }

@@ -163,3 +163,18 @@ async function startEmbedded(): Promise<{ url: string; stop: () => Promise<void>
   }
   return { url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, stop };
 }
+
+/**
+ * Hands every query made on the connections `pool` opens to `hook`, with its SQL text and what
+ * the driver returned for it (a promise, for the promise form); the hook's value is returned in
+ * its place. For tests that watch what a backend sends, or act at a chosen statement.
+ */
+export function hookQueries(pool: pg.Pool, hook: (text: string, result: unknown) => unknown): void {
+  pool.on("connect", (client) => {
+    const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+    (client as { query: unknown }).query = (...args: unknown[]) => {
+      const first = args[0] as string | { text?: string } | undefined;
+      return hook((typeof first === "string" ? first : first?.text) ?? "", query(...args));
+    };
+  });
+}

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { createServer } from "node:net";
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
-import { startTestDatabase, type TestDatabase, withDatabase } from "../../../test/helpers/postgres.ts";
+import { hookQueries, startTestDatabase, type TestDatabase, withDatabase } from "../../../test/helpers/postgres.ts";
 import { until } from "../../../test/helpers/runtime-helpers.ts";
 import { defineAgent, defineTool } from "../../agent/define.ts";
 import { InvalidDefinitionError, InvalidInputError, LeaseLostError, StorageError } from "../../core/errors.ts";
@@ -639,13 +639,9 @@ describe("PostgresBackend", () => {
       const texts: string[] = [];
       const pool = new pg.Pool({ connectionString: db.url, max: 2 });
       pool.on("error", () => {});
-      pool.on("connect", (client) => {
-        const query = client.query.bind(client) as (...args: unknown[]) => unknown;
-        (client as { query: unknown }).query = (...args: unknown[]) => {
-          const first = args[0] as string | { text?: string };
-          texts.push(typeof first === "string" ? first : (first.text ?? ""));
-          return query(...args);
-        };
+      hookQueries(pool, (text, result) => {
+        texts.push(text);
+        return result;
       });
       try {
         for (const [options, begin] of [

@@ -248,11 +248,7 @@ function newerError(schema: string, found: number): StorageError {
  * processes starting together apply each migration once. Refuses a schema newer than this code.
  * `begin` opens the transaction (the backend's BEGIN, with its bound on idle gaps).
  */
-export async function applyMigrations(
-  client: pg.PoolClient,
-  schema: string,
-  begin = "BEGIN",
-): Promise<MigrationResult> {
+export async function applyMigrations(client: pg.PoolClient, schema: string, begin: string): Promise<MigrationResult> {
   const current = await schemaVersion(client, schema);
   if (current > SCHEMA_VERSION) throw newerError(schema, current);
   if (current === SCHEMA_VERSION) return { from: current, to: current };
