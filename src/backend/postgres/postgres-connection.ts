@@ -101,6 +101,9 @@ export class PostgresConnection {
   }
 }
 
+/** Idle time before a connection's first keepalive probe. */
+const KEEPALIVE_IDLE_MS = 10_000;
+
 /** The pool a backend makes for itself from its options. */
 export function makePool(options: PostgresBackendOptions): pg.Pool {
   const pool = new pg.Pool({
@@ -108,6 +111,11 @@ export function makePool(options: PostgresBackendOptions): pg.Pool {
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,
     application_name: options.applicationName ?? "cairn",
+    // TCP keepalive, as libpq has by default: a server that vanished without a word (a network
+    // partition, a host that lost power) is noticed on an idle connection — the LISTEN connection,
+    // one waiting for a reply — instead of never. The listener's connection takes the pool's options.
+    keepAlive: true,
+    keepAliveInitialDelayMillis: KEEPALIVE_IDLE_MS,
   });
   // An idle connection that the server drops (a restart, an idle timeout) is reported here and
   // removed from the pool; the next query opens a new one. Without a listener, pg's 'error'

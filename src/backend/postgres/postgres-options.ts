@@ -11,8 +11,9 @@ export interface PostgresBackendOptions {
   connectionString?: string;
   /**
    * A pool the application already has. The backend borrows it: `close()` does not end it, and
-   * `max`, `connectTimeoutMs` and `applicationName` do not apply. Its type parsers are left alone
-   * (the backend passes its own with every query).
+   * `max`, `connectTimeoutMs` and `applicationName` do not apply, nor the TCP keepalive the
+   * backend's own pool turns on (give the pool `keepAlive: true` to have it). Its type parsers
+   * are left alone (the backend passes its own with every query).
    * @default undefined (the backend makes and owns its pool)
    */
   pool?: pg.Pool;
