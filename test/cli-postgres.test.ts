@@ -41,6 +41,8 @@ describe("cairn CLI on PostgreSQL", () => {
   let runId = "";
   /** A run started by a client and left PENDING: the worker test's worker picks it up. */
   let pendingId = "";
+  /** A run `cairn run --detach` started: the worker test's worker picks it up too. */
+  let detachedId = "";
 
   it("applies the migrations with `migrate`, once", async () => {
     const first = await cairn(["migrate", "--database-url", url]);
@@ -86,6 +88,34 @@ describe("cairn CLI on PostgreSQL", () => {
     expect(left.state).toBe("PENDING");
     expect(left.leaseOwner).toBeNull();
     expect(left.lastTransitionId).toBe(1);
+  });
+
+  it("`cairn run --detach` starts a run for a worker and exits at once; again with its key, starts nothing", async () => {
+    const args = ["run", example, "report_builder", "build", "--input", '{"quarter":"2023-Q4"}', "--key", "q4"];
+    const first = await cairn([...args, "--detach"], { CAIRN_DATABASE_URL: url });
+    expect(first.stderr).toBe("");
+    expect(first.code).toBe(0);
+    const id = /^run (run_\S+) {2}report_builder\/build {2}key q4 {2}db postgres:\/\/\S+ \(schema cairn\)$/m.exec(
+      first.stdout,
+    )?.[1];
+    expect(id).toBeDefined();
+    detachedId = id ?? "";
+    expect(first.stdout).toContain("started PENDING: a `cairn worker` on this database claims it and drives it");
+    expect(first.stdout).toContain(`follow it: cairn show ${detachedId}`);
+    // Nothing drove it: no claim, no lease, the creation its only transition.
+    const left = await clientRuntime().getRun(detachedId);
+    expect(left).toMatchObject({
+      state: "PENDING",
+      leaseOwner: null,
+      lastTransitionId: 1,
+      input: { quarter: "2023-Q4" },
+    });
+
+    const again = await cairn([...args, "--detach"], { CAIRN_DATABASE_URL: url });
+    expect(again.code).toBe(0);
+    expect(again.stdout).toContain(`run ${detachedId}  report_builder/build  key q4`);
+    expect(again.stdout).toContain('a run with key "q4" already exists (PENDING): nothing started');
+    expect((await clientRuntime().listRuns({ limit: 100 })).filter((r) => r.key === "q4")).toHaveLength(1);
   });
 
   it("lists and shows that run with `runs` and `show` (CAIRN_DATABASE_URL works too)", async () => {
@@ -161,6 +191,9 @@ describe("cairn CLI on PostgreSQL", () => {
       const earlier = await client.waitFor(pendingId, { timeoutMs: 15_000 });
       expect(earlier.state).toBe("COMPLETED");
       expect((await client.history(pendingId)).transitions[1]?.actor.id).toBe(workerId);
+      const detached = await client.waitFor(detachedId, { timeoutMs: 15_000 });
+      expect(detached).toMatchObject({ state: "COMPLETED", output: { quarter: "2023-Q4" } });
+      expect((await client.history(detachedId)).transitions[1]?.actor.id).toBe(workerId);
 
       // One line per transition the worker made, led by the time and the run id.
       await until(() => out.includes("RUNNING → COMPLETED"));

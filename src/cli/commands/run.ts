@@ -1,12 +1,13 @@
+import type { AgentDefinition } from "../../agent/agent.ts";
 import type { Json, TransitionRecord } from "../../core/records.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { usageError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
-import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
+import { chooseDatabase, DATABASE_OPTIONS, type Database } from "../database.ts";
 import { printOutcome, TransitionPrinter } from "../follow.ts";
-import { truncate, WIDTH } from "../format.ts";
-import { checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
+import { type Io, truncate, WIDTH } from "../format.ts";
+import { type AgentModule, checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
 import { pausedLines, waitCommands, waitLine } from "../waits.ts";
 
 /** `cairn run`: starts a run and prints its transitions as they happen, then its result. */
@@ -14,7 +15,7 @@ export const runCommand: Command = {
   name: "run",
   summary: "start a workflow run, print its transitions live, then its result",
   usage:
-    "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--db <path> | --database-url <url> [--schema <name>]]",
+    "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--detach] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "<module>   a .ts or .js file (relative to the current directory) that exports agents",
     "           (defineAgent or @agent) and optionally `runtimeOptions = defineConfig({ domains, models })`",
@@ -23,10 +24,12 @@ export const runCommand: Command = {
     "This process drives the run itself (and no other run). When `cairn worker` processes share",
     "the database, whichever process claims the run first drives it; its transitions are printed",
     "as they are recorded.",
+    "--detach   start the run and exit at once (exit code 0), leaving it PENDING for a `cairn worker`",
+    "           on the same database to claim; prints the run id and how to follow it",
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
   positionals: ["module", "agent", "workflow"],
-  options: { input: { type: "string" }, key: { type: "string" }, ...DATABASE_OPTIONS },
+  options: { input: { type: "string" }, key: { type: "string" }, detach: { type: "boolean" }, ...DATABASE_OPTIONS },
   async run({ positionals: [modulePath = "", agentName = "", workflow = ""], values }, io) {
     const input = parseInput(values.input as string | undefined);
     const key = values.key as string | undefined;
@@ -34,6 +37,7 @@ export const runCommand: Command = {
     const module = await loadAgentModule(modulePath);
     const agent = pickAgent(module, agentName);
     checkWorkflow(agent, workflow);
+    if (values.detach === true) return startDetached(module, agent, workflow, input, key, database, io);
     const runtime = cliRuntime(module, await database.open({ create: true }), { ownRuns: [] });
     // Set once the run is started; the printer prints nothing before that.
     let runId = "";
@@ -96,6 +100,40 @@ export const runCommand: Command = {
     }
   },
 };
+
+/**
+ * `cairn run --detach`: starts the run from a client-only runtime (it never executes a run) and
+ * says how to follow it; a `cairn worker` on the database claims it.
+ */
+async function startDetached(
+  module: AgentModule,
+  agent: AgentDefinition,
+  workflow: string,
+  input: Json,
+  key: string | undefined,
+  database: Database,
+  io: Io,
+): Promise<number> {
+  const runtime = cliRuntime(module, await database.open({ create: true }), "client");
+  try {
+    await runtime.start();
+    const handle = await runtime.run(agent, workflow, input, {
+      ...(key !== undefined && { key }),
+      meta: { module: module.file },
+    });
+    io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
+    if (handle.created) {
+      io.out("  started PENDING: a `cairn worker` on this database claims it and drives it");
+    } else {
+      const run = await runtime.getRun(handle.id);
+      io.out(`  a run with key "${key}" already exists (${run.state}): nothing started`);
+    }
+    io.out(`  follow it: cairn show ${handle.id}${database.hint}`);
+    return 0;
+  } finally {
+    await runtime.shutdown();
+  }
+}
 
 /**
  * What a run that just paused waits for, with the command lines that give it, and what this
