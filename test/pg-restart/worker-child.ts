@@ -11,6 +11,8 @@
  *   connection came back);
  * - `saved {"runId","seq","exec"}` for every tool result in a step write that committed (the
  *   call returned), with the execution that produced it;
+ * - `claim-ok {"at"}` for its first claim that succeeded, and for each one that succeeded after
+ *   one failed;
  * - `warn …` / `error …`: what the runtime logs at those levels.
  *
  * It handles no `uncaughtException` or `unhandledRejection` of its own: either ends the process,
@@ -51,6 +53,22 @@ backend.saveSteps = async (steps, options) => {
     if (step.kind !== "tool" || step.status !== "completed") continue;
     const exec = (step.result as { exec?: string } | undefined)?.exec;
     say(`saved ${JSON.stringify({ runId: step.runId, seq: step.seq, exec })}`);
+  }
+};
+
+// Whether this worker reaches the server: a line for its first claim that succeeds, and for each
+// that succeeds after one failed (the server back after an outage). Claims are tried every poll.
+let claimFailed = true;
+const claimRuns = backend.claimRuns.bind(backend);
+backend.claimRuns = async (request) => {
+  try {
+    const claimed = await claimRuns(request);
+    if (claimFailed) say(`claim-ok ${JSON.stringify({ at: Date.now() })}`);
+    claimFailed = false;
+    return claimed;
+  } catch (error) {
+    claimFailed = true;
+    throw error;
   }
 };
 
