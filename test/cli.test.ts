@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteBackend } from "../src/sqlite.ts";
-import { cairn, start } from "./helpers/cli.ts";
+import { background, cairn, start } from "./helpers/cli.ts";
+import { until } from "./helpers/runtime-helpers.ts";
 
 /** The `cairn` bin, run as a user runs it: a real process, a real SQLite file. */
 const dir = mkdtempSync(join(tmpdir(), "cairn-cli-"));
@@ -97,6 +98,72 @@ describe("cairn CLI", () => {
     expect(r.code).toBe(1);
     expect(r.stderr).toContain('error: unknown workflow "bild" in agent "report_builder" (known: build)');
   });
+
+  it("starts a run with --detach and follows it with `show --follow` through a killed worker and the one that resumes it", async () => {
+    const detached = await cairn([
+      "run",
+      example,
+      "report_builder",
+      "build",
+      "--input",
+      '{"quarter":"2025-Q1"}',
+      "--detach",
+      "--db",
+      db,
+    ]);
+    expect(detached.code).toBe(0);
+    const id = runIdOf(detached.stdout);
+    expect(detached.stdout).toContain(`follow it: cairn show ${id} --db ${db}`);
+    const follow = background(["show", id, "--follow", "--db", db]);
+    let first: ReturnType<typeof background> | undefined;
+    let second: ReturnType<typeof background> | undefined;
+    try {
+      // The worker starts once `show` has printed the run as it is (PENDING) and follows it, so
+      // that every later transition comes through the follow. Generous bounds: on a loaded CI
+      // machine a fresh `cairn` process takes seconds to start.
+      await until(() => follow.stdout().includes(`following ${id}`), { timeoutMs: 60_000, what: "show to follow" });
+      first = background(["worker", example, "--db", db], { CAIRN_DEMO_STEP_DELAY_MS: "1500" });
+      // Kill the first worker once the run's first tool is checkpointed (the second needs 1.5 s).
+      await until(() => /#2\s+PENDING → RUNNING/.test(follow.stdout()), { timeoutMs: 60_000, what: "the claim" });
+      const backend = new SqliteBackend({ path: db });
+      await backend.init();
+      try {
+        await until(async () => (await backend.loadSteps(id))[0]?.status === "completed", {
+          timeoutMs: 30_000,
+          what: "the first tool's checkpoint",
+        });
+      } finally {
+        await backend.close();
+      }
+      first.child.kill("SIGKILL");
+      await first.exited;
+      second = background(["worker", example, "--db", db]);
+      const followed = await follow.exited;
+      expect(followed.stderr).toBe("");
+      expect(followed.code).toBe(0);
+      const out = followed.stdout;
+      expect(out).toContain(`following ${id}: its transitions as they are recorded`);
+      // Each transition once, in order, whoever recorded it.
+      const order = [
+        /#2\s+PENDING → RUNNING\s+worker /,
+        /#3\s+RUNNING → INTERRUPTED\s+system \S+\s+worker \S+ was lost/,
+        /a worker's recovery usually resumes it; else: cairn resume \S+ --db \S+ {2}\(still following\)/,
+        /#4\s+INTERRUPTED → RESUMING/,
+        /#5\s+RESUMING → RUNNING/,
+        /#6\s+RUNNING → COMPLETED/,
+        /^result:$/m,
+      ].map((pattern) => out.search(pattern));
+      expect(order.every((at) => at >= 0)).toBe(true);
+      expect([...order].sort((a, b) => a - b)).toEqual(order);
+      expect(out.match(/RUNNING → COMPLETED/g)).toHaveLength(1);
+      expect(out).toContain('"summary": "2025-Q1: revenue');
+    } finally {
+      first?.child.kill("SIGKILL");
+      follow.child.kill("SIGKILL");
+      second?.child.kill("SIGTERM");
+      await second?.exited;
+    }
+  }, 150_000);
 
   it("resumes a run killed halfway without running its finished step again", async () => {
     const child = start(["run", example, "report_builder", "build", "--input", '{"quarter":"2026-Q4"}', "--db", db], {

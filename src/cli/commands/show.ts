@@ -1,9 +1,11 @@
 import type { SerializedError } from "../../core/errors.ts";
 import type { Json, RunRecord, SignalRecord, StepRecord, WaitRecord } from "../../core/records.ts";
-import { isTerminal } from "../../core/run-state.ts";
+import { isSettled, isTerminal } from "../../core/run-state.ts";
+import type { Runtime } from "../../runtime/runtime.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
 import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
+import { printOutcome, TransitionPrinter } from "../follow.ts";
 import {
   actorLabel,
   age,
@@ -24,7 +26,7 @@ import { dueLabel, inboxLines, openWaitDetails, outcomeLabel, waitKindLabel, wai
 export const showCommand: Command = {
   name: "show",
   summary: "show a run: its fields, transitions, steps and waits",
-  usage: "cairn show <runId> [--db <path> | --database-url <url> [--schema <name>]]",
+  usage: "cairn show <runId> [--follow] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "Steps: the attempts column counts every attempt, the started and ms columns describe the last one;",
     "earlier attempts that failed or were cut short by a crash are listed under their step.",
@@ -32,9 +34,13 @@ export const showCommand: Command = {
     "ended. Under an open approval: its payload, digest, approvers and expiry, and the `cairn approve`",
     "and `cairn deny` command lines to copy; under an open question: its schema and `cairn answer`.",
     "Signals kept in the run's inbox (sent before anything waited for them) are counted under the waits.",
+    "--follow   then print its transitions as they are recorded, whoever records them (a `cairn worker`",
+    "           elsewhere), until the run settles: through pauses and through INTERRUPTED, which a",
+    "           worker's recovery usually moves on; Ctrl-C stops following and leaves the run as it is.",
+    "           Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
   positionals: ["runId"],
-  options: { ...DATABASE_OPTIONS },
+  options: { follow: { type: "boolean" }, ...DATABASE_OPTIONS },
   async run({ positionals: [runId = ""], values }, io) {
     const database = chooseDatabase(values);
     const runtime = cliRuntime(undefined, await database.open({ create: false }), "client");
@@ -57,12 +63,45 @@ export const showCommand: Command = {
       if (steps.length === 0) io.out(isTerminal(run.state) ? "  none" : "  none yet");
       else printSteps(io, steps);
       printWaits(io, run, waits, signals, database.hint);
-      return 0;
+      if (values.follow !== true) return 0;
+      io.out();
+      return printOutcome(io, await followRun(io, runtime, run, database.hint), database);
     } finally {
       await runtime.shutdown();
     }
   },
 };
+
+/** How often `--follow` reads the run's new transitions. */
+const FOLLOW_MS = 250;
+
+/**
+ * Prints the run's transitions after those shown, as they are recorded, until it settles in a
+ * state other than INTERRUPTED; the run as it settled.
+ */
+async function followRun(io: Io, runtime: Runtime, shown: RunRecord, hint: string): Promise<RunRecord> {
+  const ended = (r: RunRecord) => isSettled(r.state) && r.state !== "INTERRUPTED";
+  if (ended(shown)) return shown;
+  io.out(`following ${shown.id}: its transitions as they are recorded (Ctrl-C stops following, the run goes on)`);
+  const printer = new TransitionPrinter(io, {
+    onPrinted(transition) {
+      if (transition.to === "INTERRUPTED") {
+        io.out(`  a worker's recovery usually resumes it; else: cairn resume ${shown.id}${hint}  (still following)`);
+      }
+    },
+  });
+  printer.follow(shown.id, shown.lastTransitionId);
+  for (;;) {
+    await printer.catchUp(runtime, shown.id);
+    const run = await runtime.getRun(shown.id);
+    // Read after the catch-up: every transition up to this state is printed by the next one.
+    if (ended(run)) {
+      await printer.catchUp(runtime, shown.id);
+      return run;
+    }
+    await new Promise((resolve) => setTimeout(resolve, FOLLOW_MS));
+  }
+}
 
 /** The waits section (left out for a run that never waited), then the inbox line. */
 function printWaits(io: Io, run: RunRecord, waits: WaitRecord[], signals: SignalRecord[], hint: string): void {
