@@ -13,7 +13,8 @@
  *    with 1, 2 and 4 worker processes (child Node processes, each a Runtime with a worker on the
  *    same schema; this process starts the runs with a client-only Runtime and waits until every
  *    run is COMPLETED); DBOS and LangGraph in this process, started together as their APIs allow.
- *    Median of 3 batches after a warm-up batch, with the CPU each batch took and where.
+ *    Median of 10 batches after a warm-up batch (on a small machine one batch differs from the next
+ *    by ±25 %), with the CPU each batch took and where.
  * 3. Signal latency across processes: runs parked on `ctx.waitForSignal` in a worker process are
  *    signalled one at a time from this process (a client-only Runtime); the worker, woken over
  *    LISTEN/NOTIFY, records RUNNING. DBOS the same way: workflows in `DBOS.recv` in this process,
@@ -55,7 +56,7 @@ const { values } = parseArgs({
     runs: { type: "string", default: "50" },
     "run-steps": { type: "string", default: "20" },
     workers: { type: "string", default: "1,2,4" },
-    batches: { type: "string", default: "3" },
+    batches: { type: "string", default: "10" },
     signals: { type: "string", default: "200" },
     "skip-peers": { type: "boolean", default: false },
   },
