@@ -37,7 +37,7 @@ export const runCommand: Command = {
     const module = await loadAgentModule(modulePath);
     const agent = pickAgent(module, agentName);
     checkWorkflow(agent, workflow);
-    if (values.detach === true) return startDetached(module, agent, workflow, input, key, database, io);
+    if (values.detach === true) return startDetached({ module, agent, workflow, input, key }, database, io);
     const runtime = cliRuntime(module, await database.open({ create: true }), { ownRuns: [] });
     // Set once the run is started; the printer prints nothing before that.
     let runId = "";
@@ -59,12 +59,8 @@ export const runCommand: Command = {
     runtime.onTransition(printer.listener);
     try {
       await runtime.start({ handleSignals: true });
-      const handle = await runtime.run(agent, workflow, input, {
-        ...(key !== undefined && { key }),
-        meta: { module: module.file },
-      });
+      const handle = await startRun(runtime, { module, agent, workflow, input, key }, database, io);
       runId = handle.id;
-      io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
       if (!handle.created) io.out(`  a run with key "${key}" already exists: following it`);
       // start({ handleSignals: true }) shuts the runtime down on SIGINT/SIGTERM and exits with 130;
       // until then, say what happens to the run and stop asking the closing runtime about it.
@@ -101,27 +97,36 @@ export const runCommand: Command = {
   },
 };
 
+/** What `cairn run` was asked to start. */
+interface RunRequest {
+  module: AgentModule;
+  agent: AgentDefinition;
+  workflow: string;
+  input: Json;
+  key: string | undefined;
+}
+
+/** Starts the run (or finds the one its key names) and prints its header line. */
+async function startRun(runtime: Runtime, request: RunRequest, database: Database, io: Io) {
+  const { module, agent, workflow, input, key } = request;
+  const handle = await runtime.run(agent, workflow, input, {
+    ...(key !== undefined && { key }),
+    meta: { module: module.file },
+  });
+  io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
+  return handle;
+}
+
 /**
  * `cairn run --detach`: starts the run from a client-only runtime (it never executes a run) and
  * says how to follow it; a `cairn worker` on the database claims it.
  */
-async function startDetached(
-  module: AgentModule,
-  agent: AgentDefinition,
-  workflow: string,
-  input: Json,
-  key: string | undefined,
-  database: Database,
-  io: Io,
-): Promise<number> {
-  const runtime = cliRuntime(module, await database.open({ create: true }), "client");
+async function startDetached(request: RunRequest, database: Database, io: Io): Promise<number> {
+  const runtime = cliRuntime(request.module, await database.open({ create: true }), "client");
   try {
     await runtime.start();
-    const handle = await runtime.run(agent, workflow, input, {
-      ...(key !== undefined && { key }),
-      meta: { module: module.file },
-    });
-    io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
+    const { key } = request;
+    const handle = await startRun(runtime, request, database, io);
     if (handle.created) {
       io.out("  started PENDING: a `cairn worker` on this database claims it and drives it");
     } else {

@@ -65,7 +65,8 @@ export const showCommand: Command = {
       printWaits(io, run, waits, signals, database.hint);
       if (values.follow !== true) return 0;
       io.out();
-      return printOutcome(io, await followRun(io, runtime, run, database.hint), database);
+      const followed = await followRun(io, runtime, { run, shownUpTo: transitions.at(-1)?.id ?? 0 }, database.hint);
+      return printOutcome(io, followed, database);
     } finally {
       await runtime.shutdown();
     }
@@ -76,10 +77,15 @@ export const showCommand: Command = {
 const FOLLOW_MS = 250;
 
 /**
- * Prints the run's transitions after those shown, as they are recorded, until it settles in a
- * state other than INTERRUPTED; the run as it settled.
+ * Prints the run's transitions after the last one shown (`shownUpTo`), as they are recorded, until
+ * it settles in a state other than INTERRUPTED; the run as it settled.
  */
-async function followRun(io: Io, runtime: Runtime, shown: RunRecord, hint: string): Promise<RunRecord> {
+async function followRun(
+  io: Io,
+  runtime: Runtime,
+  { run: shown, shownUpTo }: { run: RunRecord; shownUpTo: number },
+  hint: string,
+): Promise<RunRecord> {
   const ended = (r: RunRecord) => isSettled(r.state) && r.state !== "INTERRUPTED";
   if (ended(shown)) return shown;
   io.out(`following ${shown.id}: its transitions as they are recorded (Ctrl-C stops following, the run goes on)`);
@@ -90,7 +96,7 @@ async function followRun(io: Io, runtime: Runtime, shown: RunRecord, hint: strin
       }
     },
   });
-  printer.follow(shown.id, shown.lastTransitionId);
+  printer.follow(shown.id, shownUpTo);
   for (;;) {
     await printer.catchUp(runtime, shown.id);
     const run = await runtime.getRun(shown.id);
