@@ -837,7 +837,11 @@ async function countSteps(url: string, schema: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
-    return (await c.query(`SELECT count(*)::integer AS n FROM "${schema}".steps`)).rows[0].n as number;
+    return (
+      await c.query(
+        `SELECT count(*)::integer AS n FROM (SELECT DISTINCT run_id, (e->>'seq')::int FROM "${schema}".journal, json_array_elements(steps) e) t`,
+      )
+    ).rows[0].n as number;
   } finally {
     await c.end();
   }

@@ -123,6 +123,7 @@ describe("PostgresBackend", () => {
       expect(tables.rows.map((r) => r.table_name)).toEqual([
         "blobs",
         "cairn_migrations",
+        "journal",
         "runs",
         "signals",
         "steps",
@@ -461,14 +462,17 @@ describe("PostgresBackend", () => {
     const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
     const reference = (text: string) => `{"$cairnBlob":"sha256:${sha256(text)}","bytes":${Buffer.byteLength(text)}}`;
 
-    /** The step columns (as text) and blobs as the schema holds them. */
+    /** The step columns (as text) as the journal's latest entry of each seq holds them, and the blobs. */
     async function stored(schema: string): Promise<{
       steps: { seq: number; args: string | null; result: string | null }[];
       blobs: { digest: string; text: string; bytes: number }[];
     }> {
       const q = pg.escapeIdentifier(schema);
       const steps = await db.query(
-        `SELECT seq, args::text AS args, result::text AS result FROM ${q}.steps ORDER BY run_id, seq`,
+        `SELECT DISTINCT ON (run_id, seq) seq, args, result
+         FROM (SELECT j.run_id, j.id, (e->>'seq')::integer AS seq, e->>'args' AS args, e->>'result' AS result
+               FROM ${q}.journal j, json_array_elements(j.steps) e) t
+         ORDER BY run_id, seq, id DESC`,
       );
       const blobs = await db.query(`SELECT digest, text, bytes::integer AS bytes FROM ${q}.blobs ORDER BY digest`);
       return { steps: steps.rows as never, blobs: blobs.rows as never };

@@ -37,7 +37,9 @@ import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-m
 import type { PostgresBackendOptions } from "./postgres-options.ts";
 import {
   batchStepParams,
+  foldJournal,
   inlineLimit,
+  type JournalRow,
   type RunRow,
   recordsetJson,
   rowToRun,
@@ -582,7 +584,11 @@ export class PostgresBackend implements RuntimeBackend {
   async loadSteps(runId: string): Promise<StepRecord[]> {
     const pool = this.#ready();
     return this.#db.call("loadSteps", async () => {
-      const rows = await this.#db.query<StepRow>(pool, this.#s.loadSteps, [runId]);
+      const [older, entries] = await Promise.all([
+        this.#db.query<StepRow>(pool, this.#s.loadSteps, [runId]),
+        this.#db.query<JournalRow>(pool, this.#s.loadJournal, [runId]),
+      ]);
+      const rows = foldJournal(runId, older, entries);
       const digests = stepBlobDigests(rows);
       // A second query outside a transaction is safe: blobs are committed with the steps that
       // refer to them and never change.

@@ -18,7 +18,8 @@ import { statements } from "./postgres-statements.ts";
 
 /**
  * Migration 3 (effects, run usage and acceptance, RECONCILING claimable) on a schema at version 2,
- * and migration 4 (the global transition feed) on a schema at version 3.
+ * migration 4 (the global transition feed) on a schema at version 3, and migration 5 (the step
+ * journal) under both: step rows written before it still load, later writes go over them.
  */
 
 let db: TestDatabase;
@@ -114,20 +115,20 @@ describe("PostgresBackend migration 3", () => {
 
   it("adds the columns, takes RECONCILING runs from the claim index, and keeps the data", async () => {
     const schema = await versionTwo();
-    expect(SCHEMA_VERSION).toBe(4);
+    expect(SCHEMA_VERSION).toBe(5);
     const backend = new PostgresBackend({ connectionString: db.url, schema, migrate: false });
     opened.push(backend);
     const refused = await backend.init().then(
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 4");
-    expect(await backend.migrate()).toEqual({ from: 2, to: 4 });
+    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 5");
+    expect(await backend.migrate()).toEqual({ from: 2, to: 5 });
     await backend.init();
 
     const q = pg.escapeIdentifier(schema);
     const applied = await db.query(`SELECT version FROM ${q}.cairn_migrations ORDER BY version`);
-    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4]);
+    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5]);
     const index = await db.query<{ indexdef: string }>(
       "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_runnable'",
       [schema],
@@ -151,6 +152,15 @@ describe("PostgresBackend migration 3", () => {
     const withEffect: StepRecord = { ...fullStep("old-1", 2, 1), effect: effectRecord(2) };
     await backend.saveSteps([withEffect], { epoch: 1, sync: true });
     expect((await backend.loadSteps("old-1"))[1]).toStrictEqual(withEffect);
+    // Migration 5: later writes go to the journal, over the rows written before it. A step of the
+    // old table written again comes back as the journal has it, each seq once.
+    const rewritten: StepRecord = { ...fullStep("old-1", 1, 1), result: { again: true } };
+    await backend.saveSteps([rewritten], { epoch: 1, sync: true });
+    expect(await backend.loadSteps("old-1")).toStrictEqual([rewritten, withEffect]);
+    const journal = await db.query(`SELECT count(*)::integer AS n FROM ${q}.journal WHERE run_id = 'old-1'`);
+    expect(journal.rows[0]?.n).toBe(2);
+    const kept = await db.query(`SELECT count(*)::integer AS n FROM ${q}.steps WHERE run_id = 'old-1'`);
+    expect(kept.rows[0]?.n).toBe(1);
     const usage = runUsage(2);
     const { run: done } = await backend.transition(
       move(old, "RUNNING", "COMPLETED", { patch: { output: { ok: 1 }, usage, releaseLease: true } }),
@@ -217,8 +227,8 @@ describe("PostgresBackend migration 4", () => {
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 4");
-    expect(await backend.migrate()).toEqual({ from: 3, to: 4 });
+    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 5");
+    expect(await backend.migrate()).toEqual({ from: 3, to: 5 });
     await backend.init();
 
     const first = await backend.listTransitionsSince({ after: null, limit: 10 });

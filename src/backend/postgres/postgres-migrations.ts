@@ -198,6 +198,23 @@ ALTER TABLE ${s}.transitions ALTER COLUMN feed_key SET DEFAULT pg_current_xact_i
 CREATE INDEX transitions_feed ON ${s}.transitions (feed_key, run_id, id);
 `,
   },
+  {
+    version: 5,
+    name: "the step journal: one row per run and commit",
+    // Step writes append one row per run and commit (the steps that commit carries, as written)
+    // instead of inserting a step's start record and rewriting it when the step ends: one row
+    // insert per run and round of steps, no update. `steps` keeps the rows written before this
+    // version; `loadSteps` reads them first and the journal's entries over them, in id order.
+    sql: (s) => `
+CREATE TABLE ${s}.journal (
+  run_id TEXT COLLATE "C" NOT NULL,
+  id     BIGINT GENERATED ALWAYS AS IDENTITY,
+  epoch  INTEGER NOT NULL,
+  steps  JSON NOT NULL,
+  PRIMARY KEY (run_id, id)
+);
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

@@ -1,6 +1,6 @@
 import pg from "pg";
 import type { StepRecord } from "../../core/records.ts";
-import { type BlobRow, encodeStep, STEP_VALUE_COLUMNS } from "../sql-rows.ts";
+import { type BlobRow, encodeStep, STEP_VALUE_COLUMNS, type StepRow } from "../sql-rows.ts";
 
 export {
   type BlobTexts,
@@ -94,30 +94,81 @@ export function quoteIdent(name: string): string {
 }
 
 /**
- * The parameters of the batched step upsert after its first three: the steps of several runs as
- * one JSON array of objects (read by `json_to_recordset`), each with `run_id` and the columns of
- * `encodeStep` (a JSON column as its text, a missing key for SQL NULL), then the blobs they refer to
- * as three arrays (digests, texts, bytes), each blob once. One JSON text rather than an array per
- * column: `JSON.stringify` is native, where pg escapes the elements of each text array one by one.
- * A later step with the same run and seq replaces an earlier one, as a second save would.
+ * The parameters of the batched step write after its first three: the journal entry of each run
+ * as one JSON array of `{ run_id, steps }` (read by `json_to_recordset`), `steps` holding the
+ * run's steps as objects keyed by the columns of `encodeStep` (a JSON column as its text, a
+ * missing key for SQL NULL), then the blobs they refer to as three arrays (digests, texts, bytes),
+ * each blob once. One JSON text rather than an array per column: `JSON.stringify` is native,
+ * where pg escapes the elements of each text array one by one. Within a run, a later step with
+ * the same seq replaces an earlier one, as a later entry does when the journal is read.
  */
 export function batchStepParams(
   requests: ReadonlyArray<{ steps: readonly StepRecord[] }>,
   inlineLimitBytes: number,
 ): unknown[] {
-  const byKey = new Map<string, StepRecord>();
-  for (const request of requests) for (const step of request.steps) byKey.set(`${step.runId}\u0000${step.seq}`, step);
+  const runs = new Map<string, Map<number, StepRecord>>();
+  for (const request of requests) {
+    for (const step of request.steps) {
+      const run = runs.get(step.runId) ?? new Map<number, StepRecord>();
+      run.set(step.seq, step);
+      runs.set(step.runId, run);
+    }
+  }
   const blobs = new Map<string, BlobRow>();
-  const rows = [...byKey.values()].map((step) => {
-    const encoded = encodeStep(step, inlineLimitBytes);
-    for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
-    return [step.runId, ...encoded.values];
-  });
+  const entries = [...runs].map(([runId, steps]) => ({
+    run_id: runId,
+    steps: [...steps.values()].map((step) => {
+      const encoded = encodeStep(step, inlineLimitBytes);
+      for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
+      const record: Record<string, unknown> = {};
+      for (const [i, column] of STEP_VALUE_COLUMNS.entries()) record[column] = encoded.values[i];
+      return record;
+    }),
+  }));
   const blobList = [...blobs.values()];
   return [
-    recordsetJson(rows, ["run_id", ...STEP_VALUE_COLUMNS]),
+    JSON.stringify(entries),
     blobList.map((b) => b.digest),
     blobList.map((b) => b.text),
     blobList.map((b) => b.bytes),
   ];
+}
+
+/** A `journal` row: the epoch its writer held, and the steps it wrote as JSON text. */
+export interface JournalRow {
+  epoch: number;
+  steps: string;
+}
+
+/**
+ * A run's steps as rows, one per seq in seq order: its `steps` rows (written before migration 5),
+ * then each journal entry in the order written, a later write of a seq replacing the earlier.
+ */
+export function foldJournal(runId: string, older: readonly StepRow[], entries: readonly JournalRow[]): StepRow[] {
+  const bySeq = new Map<number, StepRow>();
+  for (const row of older) bySeq.set(row.seq, row);
+  for (const entry of entries) {
+    for (const step of JSON.parse(entry.steps) as Partial<StepRow>[]) {
+      const row = {
+        run_id: runId,
+        seq: step.seq,
+        kind: step.kind,
+        name: step.name,
+        status: step.status,
+        args_digest: step.args_digest,
+        args: step.args ?? null,
+        result: step.result ?? null,
+        error: step.error ?? null,
+        attempts: step.attempts,
+        heartbeat: step.heartbeat ?? null,
+        usage: step.usage ?? null,
+        started_at: step.started_at,
+        ended_at: step.ended_at ?? null,
+        epoch: entry.epoch,
+        effect: step.effect ?? null,
+      } as StepRow;
+      bySeq.set(row.seq, row);
+    }
+  }
+  return [...bySeq.values()].sort((a, b) => a.seq - b.seq);
 }

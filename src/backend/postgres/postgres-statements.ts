@@ -47,7 +47,10 @@ const SIGNAL_LIST = SIGNAL_COLUMNS.join(", ");
 
 const TRANSITION_COLUMNS = TRANSITION_VALUE_COLUMNS.join(", ");
 
-/** The columns of `steps`, in table order: the run, the encoded step (`effect` last), the epoch before it. */
+/**
+ * The columns of `steps`, in table order: the run, the encoded step (`effect` last), the epoch
+ * before it. Rows written before migration 5; later writes go to the journal.
+ */
 const STEP_COLUMN_LIST = ["run_id", ...STEP_VALUE_COLUMNS.filter((c) => c !== "effect"), "epoch", "effect"];
 const STEP_COLUMNS = STEP_COLUMN_LIST.join(", ");
 
@@ -121,23 +124,6 @@ const WAIT_TYPES: Record<(typeof WAIT_COLUMNS)[number], ColumnType> = {
   due_at: "bigint",
   resolution: "json",
   created_at: "bigint",
-};
-
-const STEP_TYPES: Record<(typeof STEP_VALUE_COLUMNS)[number], ColumnType> = {
-  seq: "integer",
-  kind: "text",
-  name: "text",
-  status: "text",
-  args_digest: "text",
-  args: "json",
-  result: "json",
-  error: "json",
-  attempts: "json",
-  heartbeat: "json",
-  usage: "json",
-  started_at: "bigint",
-  ended_at: "bigint",
-  effect: "json",
 };
 
 const SIGNAL_TYPES: Record<(typeof SIGNAL_COLUMNS)[number], ColumnType> = {
@@ -287,7 +273,8 @@ function createRuns(s: string): Sql {
 }
 
 /**
- * Fence and upsert in one statement, hence one transaction. FOR SHARE holds each run row
+ * Fence and append to the step journal in one statement, hence one transaction: one row per run
+ * whose epoch matches, holding the steps it wrote (migration 5). FOR SHARE holds each run row
  * against a concurrent claim or takeover until this commits (every move of an epoch locks the
  * row FOR UPDATE first), and a claim that committed first is seen (the row is re-read after the
  * wait), so no step is written under an epoch that has moved on. The rows are locked in id
@@ -297,10 +284,6 @@ function createRuns(s: string): Sql {
  * runs that passed the fence come back: exactly those whose steps were written.
  */
 function saveStepBatch(s: string): Sql {
-  const columns = ["run_id", ...STEP_VALUE_COLUMNS];
-  const steps = recordset(columns, ["text", ...STEP_VALUE_COLUMNS.map((c) => STEP_TYPES[c])], 4);
-  const read = (column: string) => steps.values[columns.indexOf(column)];
-  const values = STEP_COLUMN_LIST.map((c) => (c === "run_id" ? "fence.id" : c === "epoch" ? "fence.epoch" : read(c)));
   return sql(
     `WITH fence AS (
        SELECT runs.id, runs.epoch,
@@ -314,13 +297,10 @@ function saveStepBatch(s: string): Sql {
        FROM unnest($5::text[], $6::text[], $7::bigint[]) AS b (digest, text, bytes)
        WHERE EXISTS (SELECT 1 FROM fence)
        ON CONFLICT (digest) DO NOTHING
-     ), new_steps AS (
-       INSERT INTO ${s}.steps (${STEP_COLUMNS})
-       SELECT ${values.join(", ")}
-       FROM ${steps.from} JOIN fence ON fence.id = x.run_id
-       ON CONFLICT (run_id, seq) DO UPDATE SET ${STEP_COLUMN_LIST.slice(2)
-         .map((c) => `${c} = excluded.${c}`)
-         .join(", ")}
+     ), new_entries AS (
+       INSERT INTO ${s}.journal (run_id, epoch, steps)
+       SELECT fence.id, fence.epoch, x.steps
+       FROM json_to_recordset($4::json) AS x (run_id text, steps json) JOIN fence ON fence.id = x.run_id
      )
      SELECT id AS run_id FROM fence`,
   );
@@ -380,7 +360,10 @@ export interface Statements {
    * `applyAcceptance`, which words the refusal when no row comes back.
    */
   acceptRun: Sql;
+  /** A run's step rows written before migration 5 (the journal holds every later write). */
   loadSteps: Sql;
+  /** A run's journal entries in the order they were written: epoch, and the steps as JSON text. */
+  loadJournal: Sql;
   /** The blobs of these digests ($1 text[]). */
   loadBlobs: Sql;
   /** Every wait of a run, in (seq, id) order. */
@@ -540,6 +523,7 @@ export function statements(schema: string): Statements {
        RETURNING ${RUN_COLUMNS}`,
     ),
     loadSteps: sql(`SELECT ${STEP_COLUMNS} FROM ${s}.steps WHERE run_id = $1 ORDER BY seq`),
+    loadJournal: sql(`SELECT epoch, steps FROM ${s}.journal WHERE run_id = $1 ORDER BY id`),
     loadBlobs: sql(`SELECT digest, text FROM ${s}.blobs WHERE digest = ANY ($1::text[])`),
     loadWaits: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 ORDER BY seq, id`),
     loadWait: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 AND id = $2`),
