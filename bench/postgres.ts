@@ -837,6 +837,7 @@ async function countSteps(url: string, schema: string): Promise<number> {
   const c = new pg.Client({ connectionString: url });
   await c.connect();
   try {
+    // Distinct (run, seq) in the step journal: a step's start record and its result are two entries.
     return (
       await c.query(
         `SELECT count(*)::integer AS n FROM (SELECT DISTINCT run_id, (e->>'seq')::int FROM "${schema}".journal, json_array_elements(steps) e) t`,

@@ -52,10 +52,14 @@ export class TransitionPrinter {
     this.#held = [];
   }
 
-  /** Prints the stored transitions of the run that were not printed yet (made by another process). */
-  async catchUp(runtime: Runtime, runId: string): Promise<void> {
-    const { transitions } = await runtime.history(runId);
+  /**
+   * Prints the stored transitions of the run that were not printed yet (made by another process);
+   * the run as the same read found it.
+   */
+  async catchUp(runtime: Runtime, runId: string): Promise<RunRecord> {
+    const { run, transitions } = await runtime.history(runId);
     for (const t of transitions) this.#offer(t);
+    return run;
   }
 
   #offer(t: TransitionRecord): void {

@@ -65,13 +65,14 @@ export const TYPES: pg.CustomTypesConfig = {
  * are SQL NULL; a JSON column's value is its JSON text.
  */
 export function recordsetJson(rows: readonly (readonly unknown[])[], columns: readonly string[]): string {
-  return JSON.stringify(
-    rows.map((row) => {
-      const record: Record<string, unknown> = {};
-      for (const [i, column] of columns.entries()) record[column] = row[i];
-      return record;
-    }),
-  );
+  return JSON.stringify(rows.map((row) => keyedBy(columns, row)));
+}
+
+/** A row's values as an object keyed by column name (`undefined` leaves the key out of JSON). */
+function keyedBy(columns: readonly string[], values: readonly unknown[]): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (const [i, column] of columns.entries()) record[column] = values[i];
+  return record;
 }
 
 /** The columns of `transitionParams`, in order. */
@@ -120,9 +121,7 @@ export function batchStepParams(
     steps: [...steps.values()].map((step) => {
       const encoded = encodeStep(step, inlineLimitBytes);
       for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
-      const record: Record<string, unknown> = {};
-      for (const [i, column] of STEP_VALUE_COLUMNS.entries()) record[column] = encoded.values[i];
-      return record;
+      return keyedBy(STEP_VALUE_COLUMNS, encoded.values);
     }),
   }));
   const blobList = [...blobs.values()];
@@ -140,6 +139,17 @@ export interface JournalRow {
   steps: string;
 }
 
+/** The nullable step columns as SQL NULL, for the keys an entry leaves out (`undefined` in `encodeStep`). */
+const ABSENT = {
+  args: null,
+  result: null,
+  error: null,
+  heartbeat: null,
+  usage: null,
+  ended_at: null,
+  effect: null,
+} as const;
+
 /**
  * A run's steps as rows, one per seq in seq order: its `steps` rows (written before migration 5),
  * then each journal entry in the order written, a later write of a seq replacing the earlier.
@@ -148,26 +158,8 @@ export function foldJournal(runId: string, older: readonly StepRow[], entries: r
   const bySeq = new Map<number, StepRow>();
   for (const row of older) bySeq.set(row.seq, row);
   for (const entry of entries) {
-    for (const step of JSON.parse(entry.steps) as Partial<StepRow>[]) {
-      const row = {
-        run_id: runId,
-        seq: step.seq,
-        kind: step.kind,
-        name: step.name,
-        status: step.status,
-        args_digest: step.args_digest,
-        args: step.args ?? null,
-        result: step.result ?? null,
-        error: step.error ?? null,
-        attempts: step.attempts,
-        heartbeat: step.heartbeat ?? null,
-        usage: step.usage ?? null,
-        started_at: step.started_at,
-        ended_at: step.ended_at ?? null,
-        epoch: entry.epoch,
-        effect: step.effect ?? null,
-      } as StepRow;
-      bySeq.set(row.seq, row);
+    for (const step of JSON.parse(entry.steps) as Omit<StepRow, "run_id" | "epoch">[]) {
+      bySeq.set(step.seq, { ...ABSENT, ...step, run_id: runId, epoch: entry.epoch });
     }
   }
   return [...bySeq.values()].sort((a, b) => a.seq - b.seq);

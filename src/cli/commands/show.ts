@@ -98,9 +98,9 @@ async function followRun(
   });
   printer.follow(shown.id, shownUpTo);
   for (;;) {
-    await printer.catchUp(runtime, shown.id);
-    const run = await runtime.getRun(shown.id);
-    // Read after the catch-up: every transition up to this state is printed by the next one.
+    const run = await printer.catchUp(runtime, shown.id);
+    // The run and its transitions are read apart: one more catch-up prints any transition that
+    // led to the state read.
     if (ended(run)) {
       await printer.catchUp(runtime, shown.id);
       return run;
