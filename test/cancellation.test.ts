@@ -77,6 +77,38 @@ forEachBackend((under) => {
       await rt.shutdown();
     });
 
+    it("keeps the result of a tool that returns after the cancel reached it, and ends CANCELLED", async () => {
+      // The tool asks for the cancel, waits until its signal says the worker has it, and returns
+      // anyway. Its result is the workflow's last: the run ends CANCELLED, not COMPLETED, and the
+      // result (queued to ride with a COMPLETED that does not come) is in its journal.
+      let rt!: ReturnType<typeof runtimes.make>;
+      const last = defineAgent({
+        name: "last_word",
+        tools: {
+          finish: defineTool({
+            run: async (ctx) => {
+              await rt.cancel(ctx.runId, { by: "ops", reason: "too late" });
+              await until(async () => ctx.signal.aborted);
+              return "finished anyway";
+            },
+          }),
+        },
+        workflows: {
+          async once(ctx, _input: null) {
+            return ctx.tool("finish", {});
+          },
+        },
+      });
+      rt = runtimes.make({ agents: [last] });
+      const run = await rt.run(last, "once", null);
+      const ended = await rt.waitFor(run.id, { timeoutMs: 5000 });
+      expect(ended.state).toBe("CANCELLED");
+      const { transitions, steps } = await rt.history(run.id);
+      expect(transitions.map((t) => t.to)).toEqual(["PENDING", "RUNNING", "CANCELLING", "CANCELLED"]);
+      expect(steps.map((s) => [s.name, s.status, s.result])).toEqual([["finish", "completed", "finished anyway"]]);
+      await rt.shutdown();
+    });
+
     it("records an unknown outcome when a tool ignores its signal past the grace", async () => {
       const rt = runtimes.make({ agents: [agent], worker: { cancelGraceMs: 100 } });
       const run = await rt.run(agent, "ignoresSignal", null);

@@ -38,7 +38,11 @@ import { type PauseOutcome, settleChild, type WaitSpec, WaitSteps } from "./wait
 
 /** How an envelope's execution ended. */
 export type EnvelopeOutcome =
-  | { kind: "completed"; output: Json }
+  /**
+   * `steps`: results not written yet, which the transition that completes the run commits with its
+   * output (nothing is queued after them: the journal accepts no more writes).
+   */
+  | { kind: "completed"; output: Json; steps?: readonly StepRecord[] }
   | { kind: "failed"; error: SerializedError }
   /** The run was taken away (lease lost) or stopped (shutdown, cancellation) before it finished. */
   | { kind: "stopped"; reason: unknown }
@@ -282,9 +286,11 @@ export class WorkflowEnvelope {
     let outcome: O | EnvelopeOutcome = await Promise.race([work(), stopped, settled]);
     this.#finished = true;
     if (outcome.kind !== "stopped") {
-      // The run's final transition must not overtake the results it reports.
+      // The run's final transition must not overtake the results it reports: a completed run's
+      // transition carries those still queued, any other outcome writes them first.
       try {
-        await this.#writer.flush();
+        if (outcome.kind === "completed") outcome = { ...outcome, steps: await this.#writer.drain() };
+        else await this.#writer.flush();
       } catch (error) {
         outcome = { kind: "stopped", reason: error };
       }

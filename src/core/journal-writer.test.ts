@@ -1,17 +1,26 @@
 import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../agent/define.ts";
+import type { TransitionRequest } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
 import { silentLogger } from "../runtime/logger.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import type { StepRecord } from "./records.ts";
 
-/** A backend that records every saveSteps call: which steps, in which state, synchronous or not. */
+/**
+ * A backend that records every saveSteps call (which steps, in which state, synchronous or not)
+ * and the steps each transition carries.
+ */
 class CountingBackend extends InMemoryBackend {
   readonly writes: { steps: string[]; sync: boolean }[] = [];
+  readonly transitions: { to: string; steps: string[] }[] = [];
   override async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
     this.writes.push({ steps: steps.map((s) => `${s.seq}:${s.status}`), sync: options.sync });
     return super.saveSteps(steps, options);
+  }
+  override async transition(request: TransitionRequest) {
+    this.transitions.push({ to: request.to, steps: (request.steps ?? []).map((s) => `${s.seq}:${s.status}`) });
+    return super.transition(request);
   }
 }
 
@@ -56,6 +65,44 @@ describe("JournalWriter", () => {
     expect(writes).toEqual([[1, 2]]);
   });
 
+  it("drain hands back what is queued instead of writing it, and accepts nothing after", async () => {
+    const writes: number[][] = [];
+    const writer = new JournalWriter(async (steps) => {
+      writes.push(steps.map((s) => s.seq));
+    });
+    writer.later(step(1, "completed"), true);
+    expect((await writer.drain()).map((s) => `${s.seq}:${s.status}`)).toEqual(["1:completed"]);
+    writer.later(step(2, "completed"), true);
+    await expect(writer.before(step(3))).rejects.toThrow("after its run ended");
+    await new Promise((r) => setImmediate(r));
+    await new Promise((r) => setImmediate(r));
+    expect(writes).toEqual([]);
+  });
+
+  it("drain waits for the write in flight to commit", async () => {
+    const writes: number[][] = [];
+    let release!: () => void;
+    const gate = new Promise<void>((r) => {
+      release = r;
+    });
+    const writer = new JournalWriter(async (steps) => {
+      writes.push(steps.map((s) => s.seq));
+      await gate;
+    });
+    const before = writer.before(step(1));
+    await new Promise((r) => setTimeout(r, 5));
+    let drained: StepRecord[] | undefined;
+    const drain = writer.drain().then((steps) => {
+      drained = steps;
+    });
+    await new Promise((r) => setTimeout(r, 5));
+    expect(drained).toBeUndefined();
+    release();
+    await Promise.all([before, drain]);
+    expect(writes).toEqual([[1]]);
+    expect(drained).toEqual([]);
+  });
+
   it("reports a failed background write on the next flush", async () => {
     const writer = new JournalWriter(async () => {
       throw new Error("lease lost");
@@ -88,14 +135,20 @@ describe("group commit in a run", () => {
     const backend = new CountingBackend();
     const runtime = new Runtime({ agents: [agent], backend, logger: silentLogger });
     try {
-      expect(await (await runtime.run(agent, "chain", { steps: 10 })).result()).toBe(10);
-      // start 1; then [result i, start i+1] for i = 1..9; then result 10 before the transition.
-      expect(backend.writes).toHaveLength(11);
+      const run = await runtime.run(agent, "chain", { steps: 10 });
+      const runId = run.id;
+      expect(await run.result()).toBe(10);
+      // start 1; then [result i, start i+1] for i = 1..9; result 10 rides with COMPLETED.
+      expect(backend.writes).toHaveLength(10);
       expect(backend.writes[0]).toEqual({ steps: ["1:started"], sync: false });
       for (let i = 1; i < 10; i++) {
         expect(backend.writes[i]).toEqual({ steps: [`${i}:completed`, `${i + 1}:started`], sync: true });
       }
-      expect(backend.writes[10]).toEqual({ steps: ["10:completed"], sync: true });
+      expect(backend.transitions.map((t) => `${t.to} ${t.steps.join(",")}`)).toEqual([
+        "RUNNING ",
+        "COMPLETED 10:completed",
+      ]);
+      expect((await backend.loadSteps(runId)).map((s) => s.status)).toEqual(Array(10).fill("completed"));
     } finally {
       await runtime.shutdown();
     }
@@ -107,7 +160,12 @@ describe("group commit in a run", () => {
     try {
       expect(await (await runtime.run(agent, "fan", {})).result()).toEqual([2, 3, 4]);
       expect(backend.writes[0]).toEqual({ steps: ["1:started", "2:started", "3:started"], sync: false });
-      expect(backend.writes.flatMap((w) => w.steps).filter((s) => s.endsWith("completed"))).toHaveLength(3);
+      // The three results come back in the same turn, when the workflow returns: they ride with COMPLETED.
+      expect(backend.writes).toHaveLength(1);
+      expect(backend.transitions.at(-1)).toEqual({
+        to: "COMPLETED",
+        steps: ["1:completed", "2:completed", "3:completed"],
+      });
     } finally {
       await runtime.shutdown();
     }

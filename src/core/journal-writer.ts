@@ -10,6 +10,9 @@ import type { StepRecord } from "./records.ts";
  * only the result of a tool that then runs once more, exactly as a crash a moment earlier would.
  *
  * Writes of the same step before a flush coalesce (the latest state is written).
+ *
+ * The results still queued when a workflow returns need no write of their own: {@link drain}
+ * hands them to the transition that completes the run, which commits them with its output.
  */
 export class JournalWriter {
   readonly #write: (steps: StepRecord[], sync: boolean) => Promise<void>;
@@ -63,6 +66,21 @@ export class JournalWriter {
    */
   close(): void {
     this.#closed = true;
+  }
+
+  /**
+   * Accepts nothing more and hands back what is queued, once the writes in flight have committed:
+   * for the run's final transition to carry, in its own transaction. Rejects as {@link flush} does
+   * once a write has failed.
+   */
+  async drain(): Promise<StepRecord[]> {
+    this.#closed = true;
+    while (this.#flushing) await this.#flushing.catch(() => {});
+    if (this.#error !== undefined) throw this.#error;
+    const steps = [...this.#pending.values()];
+    this.#pending.clear();
+    this.#sync = false;
+    return steps;
   }
 
   /**

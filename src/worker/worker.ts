@@ -373,7 +373,9 @@ export class Worker {
       if (this.#closing) envelope.stop(this.#closing);
       this.#applyStop(active);
       const outcome: EnvelopeOutcome = await envelope.execute();
-      if (active.stop) {
+      // A workflow that returned before a stop reached it completes: the stop came too late, as
+      // it would a moment later (and the results it returned ride with COMPLETED).
+      if (active.stop && outcome.kind !== "completed") {
         await this.#carryOutStop(active, envelope.inFlightAtCancel());
         return;
       }
@@ -468,6 +470,7 @@ export class Worker {
         actor,
         reason: "workflow returned",
         patch: { output: outcome.output, releaseLease: true },
+        ...(outcome.steps?.length ? { steps: outcome.steps } : {}),
       });
       return;
     }
@@ -567,7 +570,7 @@ export class Worker {
 
   async #transition(
     run: RunRecord,
-    change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch" | "pausedReason" | "successor">,
+    change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch" | "pausedReason" | "successor" | "steps">,
     fence: TransitionRequest["fence"] = { epoch: run.epoch },
   ): Promise<RunRecord> {
     // A run's usage (children that ended included) is written with the transition that ends it.

@@ -9,7 +9,7 @@
  * tool ran, its result is not written), `after-result` (the result is committed). On a clean
  * end it prints `{"runId", "state", "output"}` as JSON.
  */
-import type { StepRecord } from "../../src/index.ts";
+import type { StepRecord, TransitionRequest } from "../../src/index.ts";
 import { Runtime, silentLogger } from "../../src/index.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
 import { crashAgent } from "./crash-agent.ts";
@@ -37,6 +37,15 @@ class KillingBackend extends SqliteBackend {
     if (here?.status === "completed" && this.point === "before-result") die();
     await super.saveSteps(steps, options);
     if (here?.status === "completed" && this.point === "after-result") die();
+  }
+
+  // The last tool's result rides with the run's COMPLETED transition: the same points on that write.
+  override async transition(request: TransitionRequest) {
+    const here = request.steps?.find((s) => s.kind === "tool" && s.seq === this.seq);
+    if (here?.status === "completed" && this.point === "before-result") die();
+    const result = await super.transition(request);
+    if (here?.status === "completed" && this.point === "after-result") die();
+    return result;
   }
 }
 

@@ -7,12 +7,13 @@
  *        --input <json> [--tool withdraw|deposit|refund --point <point>] [--lease-ms <ms>]
  *   node --import tsx test/money-transfer/transfer-child.ts resume --db <db> --bank <url> [--naive] [--how lease|pid]
  *
- * Kill points, on the journal writes of the step of `--tool` (found by the backend's `saveSteps`,
- * as test/crash does):
+ * Kill points, on the journal writes of the step of `--tool` (found by the backend's `saveSteps`
+ * and the steps a transition carries, as test/crash does):
  *   before-intent  its first write (the intent) is not made
  *   after-intent   the intent is committed; the tool has not run, the bank has seen nothing
  *   after-apply    the tool returned (the bank applied the operation); its result is not written
- *   after-result   the write that carries its result is committed
+ *   after-result   the write that carries its result is committed (for the workflow's last step,
+ *                  its COMPLETED transition: the run has ended)
  *
  * The first write of an effect step must be its intent (effect status "intended") on a
  * synchronous commit; if the engine writes it otherwise, the child says so on stderr and exits 3.
@@ -22,7 +23,7 @@
  */
 import { parseArgs } from "node:util";
 import { moneyTransferAgent } from "../../examples/money-transfer/transfer.ts";
-import type { RunRecord, StepRecord } from "../../src/index.ts";
+import type { RunRecord, StepRecord, TransitionRequest } from "../../src/index.ts";
 import { Runtime, silentLogger } from "../../src/index.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
 
@@ -73,12 +74,26 @@ class KillingBackend extends SqliteBackend {
       }
       if (this.point === "before-intent") die();
     }
-    const settled = here !== undefined && (here.status !== "started" || here.effect?.status === "applied");
+    const settled = isSettled(here);
     if (settled && this.point === "after-apply") die();
     await super.saveSteps(steps, options);
     if (intent && this.point === "after-intent") die();
     if (settled && this.point === "after-result") die();
   }
+
+  // The workflow's last result rides with its COMPLETED transition: the same points on that write.
+  override async transition(request: TransitionRequest) {
+    const settled = isSettled(request.steps?.find((s) => s.kind === "tool" && s.name === this.tool));
+    if (settled && this.point === "after-apply") die();
+    const result = await super.transition(request);
+    if (settled && this.point === "after-result") die();
+    return result;
+  }
+}
+
+/** The write carries the step's outcome: it ended, or its effect is known applied. */
+function isSettled(step: StepRecord | undefined): boolean {
+  return step !== undefined && (step.status !== "started" || step.effect?.status === "applied");
 }
 
 function die(): never {

@@ -96,7 +96,7 @@ export function quoteIdent(name: string): string {
 
 /**
  * The parameters of the batched step write after its first three: the journal entry of each run
- * as one JSON array of `{ run_id, steps }` (read by `json_to_recordset`), `steps` holding the
+ * as one JSON array of `{ run_id, epoch, steps }` (read by `json_to_recordset`), `steps` holding the
  * run's steps as objects keyed by the columns of `encodeStep` (a JSON column as its text, a
  * missing key for SQL NULL), then the blobs they refer to as three arrays (digests, texts, bytes),
  * each blob once. One JSON text rather than an array per column: `JSON.stringify` is native,
@@ -104,20 +104,21 @@ export function quoteIdent(name: string): string {
  * the same seq replaces an earlier one, as a later entry does when the journal is read.
  */
 export function batchStepParams(
-  requests: ReadonlyArray<{ steps: readonly StepRecord[] }>,
+  requests: ReadonlyArray<{ epoch: number; steps: readonly StepRecord[] }>,
   inlineLimitBytes: number,
 ): unknown[] {
-  const runs = new Map<string, Map<number, StepRecord>>();
+  const runs = new Map<string, { epoch: number; steps: Map<number, StepRecord> }>();
   for (const request of requests) {
     for (const step of request.steps) {
-      const run = runs.get(step.runId) ?? new Map<number, StepRecord>();
-      run.set(step.seq, step);
+      const run = runs.get(step.runId) ?? { epoch: request.epoch, steps: new Map<number, StepRecord>() };
+      run.steps.set(step.seq, step);
       runs.set(step.runId, run);
     }
   }
   const blobs = new Map<string, BlobRow>();
-  const entries = [...runs].map(([runId, steps]) => ({
+  const entries = [...runs].map(([runId, { epoch, steps }]) => ({
     run_id: runId,
+    epoch,
     steps: [...steps.values()].map((step) => {
       const encoded = encodeStep(step, inlineLimitBytes);
       for (const blob of encoded.blobs) blobs.set(blob.digest, blob);

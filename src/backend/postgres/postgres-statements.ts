@@ -173,14 +173,15 @@ const FEED_KEY = (s: string) =>
 /**
  * The one statement that writes a plan (see `applyPlan`): full-row updates of runs, transitions
  * inserted, waits and signals upserted, and the wake-ups, which `pg_notify` sends when the
- * transaction commits. Each part is a `recordset` over one JSON parameter, so the statement is
+ * transaction commits, and the journal entries (with their blobs) of the steps that ride with the
+ * plan's transitions. Each part is a `recordset` over one JSON parameter, so the statement is
  * the same whatever the plan holds and is prepared once per connection; an empty part writes
  * nothing. The parts touch different tables (or different rows), so the unspecified order in which
  * PostgreSQL runs the WITH parts does not matter; the foreign keys are checked at the end.
  *
  * Parameters ($1–$4, each `recordsetJson`): the runs (their columns, then one "changed" flag per
  * {@link RUN_JSON_COLUMNS}, named `<column>_changed`), the transitions, the waits, the signals;
- * then the channel and the payloads.
+ * then the channel and the payloads; then the journal entries and the blobs (`batchStepParams`).
  */
 function writePlan(s: string): Sql {
   const runTypes = RUN_COLUMN_LIST.map((c) => RUN_TYPES[c]);
@@ -204,8 +205,20 @@ function writePlan(s: string): Sql {
     waits.next,
   );
   const channel = signals.next;
+  // After the wake-ups: the journal entries of the steps that ride with the plan's transitions,
+  // and their blobs (`batchStepParams`). Fenced by the plan: its runs are locked, the planner
+  // checked each transition's fence, and each entry carries the epoch its transition leaves.
+  const entries = channel + 2;
   return sql(
-    `WITH updated_runs AS (
+    `WITH new_blobs AS (
+       INSERT INTO ${s}.blobs (digest, text, bytes)
+       SELECT b.digest, b.text, b.bytes
+       FROM unnest($${entries + 1}::text[], $${entries + 2}::text[], $${entries + 3}::bigint[]) AS b (digest, text, bytes)
+       ON CONFLICT (digest) DO NOTHING
+     ), new_entries AS (
+       INSERT INTO ${s}.journal (run_id, epoch, steps)
+       SELECT x.run_id, x.epoch, x.steps FROM json_to_recordset($${entries}::json) AS x (run_id text, epoch integer, steps json)
+     ), updated_runs AS (
        UPDATE ${s}.runs AS r SET ${assignments.join(", ")}
        FROM ${runs.from}
        WHERE r.id = x.id

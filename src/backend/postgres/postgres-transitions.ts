@@ -1,11 +1,11 @@
-import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import { InvalidInputError } from "../../core/errors.ts";
+import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { Plan } from "../plan.ts";
 import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
 import type { Settled } from "./postgres-batcher.ts";
-import { batchStepParams, type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
-import { applyPlan, merge, type PlanContext } from "./postgres-waits.ts";
+import { type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
+import { applyPlan, merge, type PlanContext, type StepWrite } from "./postgres-waits.ts";
 
 /** What `transition` returns. */
 export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord };
@@ -22,8 +22,8 @@ export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord }
  *    the second as the first child's end left it, exactly as two transactions in turn would see it.
  *    A request its planner refuses (a fence that moved, a state that does not allow the move)
  *    fails alone, with the planner's error, and writes nothing.
- * 4. The plans of the others are written as one (`applyPlan`), and the steps that ride with their
- *    transitions by one fenced upsert.
+ * 4. The plans of the others are written as one (`applyPlan`), with the steps that ride with their
+ *    transitions, in one statement.
  *
  * Any other failure (a statement that fails) throws, and the caller's transaction rolls back.
  */
@@ -46,7 +46,7 @@ export async function transitionsIn(
   }
   const plan = new Plan();
   /** The steps that ride with the transitions planned, under the epochs those transitions leave. */
-  const writes: { runId: string; epoch: number; steps: readonly StepRecord[] }[] = [];
+  const writes: StepWrite[] = [];
   const outcomes = requests.map((request): Settled<TransitionOutcome> => {
     try {
       const steps = request.steps ?? [];
@@ -60,26 +60,15 @@ export async function transitionsIn(
       for (const changed of own.runs.values()) view.set(changed.id, changed);
       for (const created of own.created) view.set(created.id, created);
       for (const wait of own.waits) waits.set(waitKey(wait), wait);
-      if (steps.length > 0) writes.push({ runId: request.runId, epoch: outcome.run.epoch, steps });
+      if (steps.length > 0) writes.push({ epoch: outcome.run.epoch, steps });
       return { ok: true, value: outcome };
     } catch (error) {
       return { ok: false, error };
     }
   });
-  await applyPlan(ctx, plan, new Map(rows.map((run) => [run.id, run])));
-  if (writes.length > 0) {
-    // Under the transitions' fences (checked by the planners, the rows locked); committed with the
-    // transaction, at its commit level.
-    const written = await ctx.query<{ run_id: string }>(ctx.statements.saveStepBatch, [
-      writes.map((w) => w.runId),
-      writes.map((w) => w.epoch),
-      null,
-      ...batchStepParams(writes, ctx.inlineLimitBytes),
-    ]);
-    const stored = new Set(written.map((row) => row.run_id));
-    const refused = writes.find((w) => !stored.has(w.runId));
-    if (refused) throw new LeaseLostError(`run ${refused.runId}: the transition's steps were refused`);
-  }
+  // The steps in the same statement, under the transitions' fences (checked by the planners, the
+  // rows locked); committed with the transaction, at its commit level.
+  await applyPlan(ctx, plan, new Map(rows.map((run) => [run.id, run])), writes);
   return outcomes;
 }
 

@@ -1,5 +1,5 @@
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type {
   ResolveWaitRequest,
   ResolveWaitResult,
@@ -22,6 +22,7 @@ import {
 } from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import {
+  batchStepParams,
   type RunRow,
   recordsetJson,
   rowToRun,
@@ -238,12 +239,21 @@ export function merge(into: Plan, from: Plan): void {
  * (`writePlan`); with them the runs are updated first, since a successor takes over the key its
  * predecessor lets go of, and the created runs' rows must exist before their transitions.
  */
-export async function applyPlan(ctx: PlanContext, plan: Plan, loaded: Loaded): Promise<void> {
+export async function applyPlan(
+  ctx: PlanContext,
+  plan: Plan,
+  loaded: Loaded,
+  steps: readonly StepWrite[] = [],
+): Promise<void> {
   const runs = [...plan.runs.values()];
   const { created, transitions, waits, signals, wakes } = plan;
-  if (runs.length + created.length + transitions.length + waits.length + signals.length + wakes.length === 0) return;
+  const writes = runs.length + created.length + transitions.length + waits.length + signals.length + wakes.length;
+  if (writes + steps.length === 0) return;
   if (created.length === 0) {
-    await ctx.query(ctx.statements.writePlan, planParams(ctx, { runs, transitions, waits, signals, wakes }, loaded));
+    await ctx.query(
+      ctx.statements.writePlan,
+      planParams(ctx, { runs, transitions, waits, signals, wakes, steps }, loaded),
+    );
     return;
   }
   if (runs.length > 0) await ctx.query(ctx.statements.writePlan, planParams(ctx, { runs }, loaded));
@@ -256,7 +266,7 @@ export async function applyPlan(ctx: PlanContext, plan: Plan, loaded: Loaded): P
       `run ${ids} cannot be created: its id is taken, or its key names another run that nothing continues`,
     );
   }
-  await ctx.query(ctx.statements.writePlan, planParams(ctx, { transitions, waits, signals, wakes }, loaded));
+  await ctx.query(ctx.statements.writePlan, planParams(ctx, { transitions, waits, signals, wakes, steps }, loaded));
 }
 
 /** The record field of each of {@link RUN_JSON_COLUMNS}. */
@@ -274,8 +284,21 @@ const JSON_FIELDS = {
 /** The columns of a changed run in `writePlan`: its row, then whether each JSON column changed. */
 const RUN_PLAN_COLUMNS = [...RUN_COLUMNS, ...RUN_JSON_COLUMNS.map((c) => `${c}_changed`)];
 
+/**
+ * Steps of a run that ride with a plan's transition, under the epoch the transition leaves (its
+ * fence checked by the planner, the run locked).
+ */
+export interface StepWrite {
+  epoch: number;
+  steps: readonly StepRecord[];
+}
+
 /** The parameters of `writePlan` (see its column order in `postgres-statements.ts`). */
-function planParams(ctx: PlanContext, part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[] }, loaded: Loaded) {
+function planParams(
+  ctx: PlanContext,
+  part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[]; steps?: readonly StepWrite[] },
+  loaded: Loaded,
+) {
   // The planners copy a run with spread, so a JSON value they did not change is the very object
   // loaded: comparing references finds what changed without serializing anything.
   const runRows = (part.runs ?? []).map((run) => {
@@ -293,5 +316,6 @@ function planParams(ctx: PlanContext, part: Partial<Omit<Plan, "runs">> & { runs
     recordsetJson([...signals.values()].map(signalValues), SIGNAL_COLUMNS),
     ctx.channel,
     (part.wakes ?? []).map((wake) => (wake.kind === "reconnected" ? undefined : wakePayload(wake))).filter(Boolean),
+    ...batchStepParams(part.steps ?? [], ctx.inlineLimitBytes),
   ];
 }
