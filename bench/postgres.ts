@@ -14,7 +14,8 @@
  *    same schema; this process starts the runs with a client-only Runtime and waits until every
  *    run is COMPLETED); DBOS and LangGraph in this process, started together as their APIs allow.
  *    Median of 10 batches after a warm-up batch (on a small machine one batch differs from the next
- *    by ±25 %), with the CPU each batch took and where.
+ *    by ±25 %), the systems' batches interleaved (each one's first, then each one's second, …) so
+ *    that a noisy moment falls on all of them; with the CPU each batch took and where.
  * 3. Signal latency across processes: runs parked on `ctx.waitForSignal` in a worker process are
  *    signalled one at a time from this process (a client-only Runtime); the worker, woken over
  *    LISTEN/NOTIFY, records RUNNING. DBOS the same way: workflows in `DBOS.recv` in this process,
@@ -448,64 +449,80 @@ async function main(): Promise<void> {
     );
 
     // 2. Concurrent -----------------------------------------------------------------------------
+    // Interleaved: each system's first batch, then each system's second, and so on, so that what
+    // the shared machine does at a moment (a noisy neighbour, the server's checkpoints) falls on
+    // all of them alike and the ratios compare batches of the same minutes.
     process.stderr.write("2. concurrent\n");
-    const conc: string[][] = [];
-    const concNotes: string[] = [];
-    let dbosStepsPerS = Number.NaN;
-    const cairnStepsPerS: number[] = [];
-    const row = (name: string, ms: number[], cpu: string, note: string) => {
-      const m = median(ms);
-      const stepsPerS = (RUNS * RUN_STEPS) / (m / 1000);
-      conc.push([
-        name,
-        fmt(m),
-        int(RUNS / (m / 1000)),
-        int(stepsPerS),
-        `${int((RUNS * RUN_STEPS) / (Math.max(...ms) / 1000))}–${int((RUNS * RUN_STEPS) / (Math.min(...ms) / 1000))}`,
-        Number.isNaN(dbosStepsPerS) ? "1.0" : (stepsPerS / dbosStepsPerS).toFixed(1),
-        cpu,
-      ]);
-      concNotes.push(`   ${name}: ${note}`);
-      return stepsPerS;
-    };
+    const systemsConc: ConcurrentSystem[] = [];
     if (peers) {
       const dbos = peers.dbos;
-      const b = await batches(BATCHES, databaseOf(peers.dbosUrl), () => dbos.concurrent(RUNS, RUN_STEPS));
-      dbosStepsPerS = row(
-        `${dbos.label}, 1 process`,
-        b.ms,
-        cpuCell(b.cpu, false),
-        "DBOS.startWorkflow ×50, then getResult ×50; system database pool 10 (DBOS's default)",
-      );
+      systemsConc.push({
+        name: `${dbos.label}, 1 process`,
+        database: databaseOf(peers.dbosUrl),
+        workers: [],
+        batch: async () => ({ ms: await dbos.concurrent(RUNS, RUN_STEPS) }),
+        note: () => "DBOS.startWorkflow ×50, then getResult ×50; system database pool 10 (DBOS's default)",
+        close: async () => {},
+      });
     }
     for (const workers of WORKERS) {
-      process.stderr.write(`2. concurrent, cairn with ${workers} worker process(es)\n`);
-      const c = await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS, BATCHES);
-      const stepsPerS = row(
-        `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}`,
-        c.ms,
-        cpuCell(c.cpu, true),
-        `runs per worker ${c.perWorker}; last COMPLETED recorded by a worker at ${fmt(median(c.recorded))} ms`,
-      );
-      cairnStepsPerS.push(stepsPerS);
+      process.stderr.write(`2. concurrent: starting cairn with ${workers} worker process(es)\n`);
+      systemsConc.push(await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS));
     }
     if (peers) {
       const graph = peers.graph;
       for (const durability of ["sync", "async"] as const) {
-        const b = await batches(BATCHES, databaseOf(peers.graphUrl), () =>
-          graph.concurrent(durability, RUNS, RUN_STEPS),
-        );
-        row(
-          `${graph.label} "${durability}", 1 process`,
-          b.ms,
-          cpuCell(b.cpu, false),
-          "app.invoke ×50 with distinct thread ids; PostgresSaver's pool 10 (pg's default)",
-        );
+        systemsConc.push({
+          name: `${graph.label} "${durability}", 1 process`,
+          database: databaseOf(peers.graphUrl),
+          workers: [],
+          batch: async () => ({ ms: await graph.concurrent(durability, RUNS, RUN_STEPS) }),
+          note: () => "app.invoke ×50 with distinct thread ids; PostgresSaver's pool 10 (pg's default)",
+          close: async () => {},
+        });
       }
     }
+    const measured = new Map<ConcurrentSystem, { ms: number[]; cpu: BatchCpu[] }>(
+      systemsConc.map((system) => [system, { ms: [], cpu: [] }]),
+    );
+    try {
+      for (const system of systemsConc) await system.batch(); // warm-up
+      for (let i = 0; i < BATCHES; i++) {
+        process.stderr.write(`2. concurrent, batch ${i + 1}/${BATCHES}\n`);
+        for (const system of systemsConc) {
+          const b = await withCpu(system.workers, system.database, system.batch);
+          const m = measured.get(system) as { ms: number[]; cpu: BatchCpu[] };
+          m.ms.push(b.result.ms);
+          m.cpu.push(b.cpu);
+        }
+      }
+    } finally {
+      for (const system of systemsConc) await system.close();
+    }
+    const conc: string[][] = [];
+    const concNotes: string[] = [];
+    const stepsPerS = (ms: number) => (RUNS * RUN_STEPS) / (ms / 1000);
+    const dbosMs = peers ? measured.get(systemsConc[0] as ConcurrentSystem)?.ms : undefined;
+    const dbosStepsPerS = dbosMs ? stepsPerS(median(dbosMs)) : Number.NaN;
+    const cairnStepsPerS: number[] = [];
+    for (const system of systemsConc) {
+      const { ms, cpu } = measured.get(system) as { ms: number[]; cpu: BatchCpu[] };
+      const rate = stepsPerS(median(ms));
+      if (system.cairn) cairnStepsPerS.push(rate);
+      conc.push([
+        system.name,
+        fmt(median(ms)),
+        int(RUNS / (median(ms) / 1000)),
+        int(rate),
+        `${int(stepsPerS(Math.max(...ms)))}–${int(stepsPerS(Math.min(...ms)))}`,
+        Number.isNaN(dbosStepsPerS) ? "1.0" : (rate / dbosStepsPerS).toFixed(1),
+        cpuCell(cpu, system.workers.length > 0),
+      ]);
+      concNotes.push(`   ${system.name}: ${system.note()}`);
+    }
     console.log(
-      `2. Concurrent: ${RUNS} runs × ${RUN_STEPS} steps started together; ${BATCHES} measured batches after one warm-up batch,` +
-        " median batch",
+      `2. Concurrent: ${RUNS} runs × ${RUN_STEPS} steps started together; ${BATCHES} measured batches of each system after a` +
+        " warm-up batch, interleaved (each system's first batch, then each one's second, …); median batch",
     );
     printTable(["", "ms", "runs/s", "steps/s", "steps/s range", "× DBOS", "CPU in the batch (median)"], conc);
     console.log(
@@ -513,8 +530,8 @@ async function main(): Promise<void> {
         `   cairn: a client-only Runtime in this process (runtime.run ×${RUNS}, then runtime.waitFor ×${RUNS}); the runs are\n` +
         `   claimed and driven by child worker processes (Runtime with a worker, concurrency ${RUNS}, pool ${POOL} each).\n` +
         "   What the runs of one process ask for in the same turn of the event loop shares a statement: the client's\n" +
-        "   creations, each worker's claims, its RUNNING and ending transitions, and its step writes (one fenced upsert\n" +
-        "   and one commit per round of steps of all its runs).\n" +
+        "   creations, each worker's claims, its RUNNING and ending transitions, and its step writes (one fenced journal\n" +
+        "   insert and one commit per round of steps of all its runs; a run's last results ride with its COMPLETED).\n" +
         "   CPU: ms used in the batch by this process and by the worker processes; machine: busy share of all cores\n" +
         "   (every process on the machine, the PostgreSQL server and anything else running, included).",
     );
@@ -654,23 +671,6 @@ async function withCpu<T>(
   return { result, cpu };
 }
 
-/** `count` measured batches after one warm-up batch; ms and CPU of each. */
-async function batches(
-  count: number,
-  database: string,
-  batch: () => Promise<number>,
-): Promise<{ ms: number[]; cpu: BatchCpu[] }> {
-  await batch();
-  const ms: number[] = [];
-  const cpu: BatchCpu[] = [];
-  for (let i = 0; i < count; i++) {
-    const b = await withCpu([], database, batch);
-    ms.push(b.result);
-    cpu.push(b.cpu);
-  }
-  return { ms, cpu };
-}
-
 /** The CPU of the median batches, as a cell. */
 function cpuCell(cpu: BatchCpu[], workers: boolean): string {
   const m = (pick: (c: BatchCpu) => number) => fmt(median(cpu.map(pick)));
@@ -762,14 +762,34 @@ async function cairnSequential(
 }
 
 /** Starts `workers` worker processes on `schema`, the runs from this process; ms per batch. */
+/** One system of the concurrent measurement, ready for its batches. */
+interface ConcurrentSystem {
+  name: string;
+  /** The database whose server backends' CPU a batch counts. */
+  database: string;
+  /** Its worker processes, whose CPU a batch counts. */
+  workers: Child[];
+  /** Cairn's configurations, compared with DBOS for the goal. */
+  cairn?: boolean;
+  /** One batch: ms until the process that started the runs saw every result. */
+  batch: () => Promise<{ ms: number }>;
+  /** What the table's note says of it, once every batch ran. */
+  note: () => string;
+  close: () => Promise<void>;
+}
+
+/**
+ * Cairn with `workers` worker processes on `schema`: a client-only Runtime here starts the runs and
+ * waits for them. Each batch checks every run COMPLETED with the right output; `close` checks the
+ * journal holds every step of every batch once, then stops the workers.
+ */
 async function cairnConcurrent(
   url: string,
   schema: string,
   workers: number,
   runs: number,
   steps: number,
-  count: number,
-): Promise<{ ms: number[]; recorded: number[]; cpu: BatchCpu[]; perWorker: string }> {
+): Promise<ConcurrentSystem> {
   const client = new Runtime({
     agents: [bench],
     backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
@@ -782,55 +802,60 @@ async function cairnConcurrent(
     (_, i) =>
       new Child("worker", ["--url", url, "--schema", schema, "--index", String(i), "--concurrency", String(runs)]),
   );
-  try {
-    await Promise.all(spawned.map((c) => c.next("ready")));
-    const done = new Map<number, number>();
-    let lastCompleted = 0;
-    let completed = 0;
-    let allReported = () => {};
-    for (const c of spawned) {
-      c.on((m) => {
-        if (m.kind !== "completed") return;
-        done.set(m.worker, (done.get(m.worker) ?? 0) + 1);
-        lastCompleted = Math.max(lastCompleted, m.at);
-        if (++completed === runs) allReported();
-      });
-    }
-    /** ms until this process saw every run COMPLETED, and until the last COMPLETED was recorded. */
-    const batch = async () => {
-      completed = 0;
-      const reported = new Promise<void>((resolve) => {
-        allReported = resolve;
-      });
-      const startedAt = now();
-      const t0 = performance.now();
-      const handles = await Promise.all(Array.from({ length: runs }, () => client.run(bench, "steps", { n: steps })));
-      const ended = await Promise.all(handles.map((h) => client.waitFor(h.id)));
-      const ms = performance.now() - t0;
-      const wrong = ended.filter((r) => r.state !== "COMPLETED" || r.output !== (steps * (steps - 1)) / 2);
-      if (wrong.length > 0) throw new Error(`cairn: ${wrong.length} runs not COMPLETED with the right output`);
-      await reported; // the workers' messages may come after the wake-ups
-      return { ms, recorded: lastCompleted - startedAt };
-    };
-    await batch();
-    done.clear();
-    const ms: number[] = [];
-    const recorded: number[] = [];
-    const cpu: BatchCpu[] = [];
-    for (let i = 0; i < count; i++) {
-      const b = await withCpu(spawned, databaseOf(url), batch);
-      ms.push(b.result.ms);
-      recorded.push(b.result.recorded);
-      cpu.push(b.cpu);
-    }
-    const journaled = await countSteps(url, schema);
-    if (journaled !== runs * steps * (count + 1)) throw new Error(`cairn: ${journaled} steps journaled`);
-    const perWorker = spawned.map((_, i) => int((done.get(i) ?? 0) / count)).join("/");
-    return { ms, recorded, cpu, perWorker };
-  } finally {
-    await Promise.all(spawned.map((c) => c.stop()));
-    await client.shutdown();
+  await Promise.all(spawned.map((c) => c.next("ready")));
+  const done = new Map<number, number>();
+  const recorded: number[] = [];
+  let batches = 0;
+  let lastCompleted = 0;
+  let completed = 0;
+  let allReported = () => {};
+  for (const c of spawned) {
+    c.on((m) => {
+      if (m.kind !== "completed") return;
+      done.set(m.worker, (done.get(m.worker) ?? 0) + 1);
+      lastCompleted = Math.max(lastCompleted, m.at);
+      if (++completed === runs) allReported();
+    });
   }
+  const batch = async () => {
+    completed = 0;
+    const reported = new Promise<void>((resolve) => {
+      allReported = resolve;
+    });
+    const startedAt = now();
+    const t0 = performance.now();
+    const handles = await Promise.all(Array.from({ length: runs }, () => client.run(bench, "steps", { n: steps })));
+    const ended = await Promise.all(handles.map((h) => client.waitFor(h.id)));
+    const ms = performance.now() - t0;
+    const wrong = ended.filter((r) => r.state !== "COMPLETED" || r.output !== (steps * (steps - 1)) / 2);
+    if (wrong.length > 0) throw new Error(`cairn: ${wrong.length} runs not COMPLETED with the right output`);
+    await reported; // the workers' messages may come after the wake-ups
+    // The warm-up batch is not counted.
+    if (batches++ === 0) done.clear();
+    else recorded.push(lastCompleted - startedAt);
+    return { ms };
+  };
+  return {
+    name: `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}`,
+    database: databaseOf(url),
+    workers: spawned,
+    cairn: true,
+    batch,
+    note: () => {
+      const measured = Math.max(1, batches - 1);
+      const perWorker = spawned.map((_, i) => int((done.get(i) ?? 0) / measured)).join("/");
+      return `runs per worker ${perWorker}; last COMPLETED recorded by a worker at ${fmt(median(recorded))} ms`;
+    },
+    close: async () => {
+      try {
+        const journaled = await countSteps(url, schema);
+        if (journaled !== runs * steps * batches) throw new Error(`cairn: ${journaled} steps journaled`);
+      } finally {
+        await Promise.all(spawned.map((c) => c.stop()));
+        await client.shutdown();
+      }
+    },
+  };
 }
 
 async function countSteps(url: string, schema: string): Promise<number> {
