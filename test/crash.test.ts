@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { expectedOutput, TOOL_COUNT } from "./crash/crash-agent.ts";
+import { RECOVERED_PATH, STRAIGHT_PATH } from "./helpers/paths.ts";
 
 /**
  * The crash test of DESIGN §4: a child process runs the 10-tool workflow on SQLite and is
@@ -106,21 +107,10 @@ describe.concurrent("SIGKILL at every step boundary, resumed by a fresh process"
     try {
       const transitions = await backend.listTransitions(result.runId);
       if (endedBeforeKill) {
-        expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual([
-          "->PENDING",
-          "PENDING>RUNNING",
-          "RUNNING>COMPLETED",
-        ]);
+        expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual(STRAIGHT_PATH);
       } else {
         expect(transitions.map((t) => t.id)).toEqual([1, 2, 3, 4, 5, 6]);
-        expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual([
-          "->PENDING",
-          "PENDING>RUNNING",
-          "RUNNING>INTERRUPTED",
-          "INTERRUPTED>RESUMING",
-          "RESUMING>RUNNING",
-          "RUNNING>COMPLETED",
-        ]);
+        expect(transitions.map((t) => `${t.from ?? "-"}>${t.to}`)).toEqual(RECOVERED_PATH);
         const interrupted = transitions[2];
         expect(interrupted?.actor.kind).toBe("system");
         expect(interrupted?.reason).toMatch(how === "lease" ? /lease lapsed/ : /process is gone/);

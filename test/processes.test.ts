@@ -6,6 +6,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import type { RunRecord } from "../src/index.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { SLOW_TOOLS } from "./crash/slow-agent.ts";
+import { RECOVERED_PATH, STRAIGHT_PATH } from "./helpers/paths.ts";
 
 /**
  * Real processes on one SQLite file: SIGTERM lets runs in flight finish within the grace period
@@ -123,18 +124,11 @@ describe("two processes on one SQLite file", () => {
       // B is a worker for any run and may claim A's new run before A does; then A's signal cuts
       // nothing, B runs it start to end, and there is nothing more to check.
       if (path.length === 3 && !transitions[1]?.actor.id.includes(`:${a.proc.pid}:`)) {
-        expect(path).toEqual(["->PENDING", "PENDING>RUNNING", "RUNNING>COMPLETED"]);
+        expect(path).toEqual(STRAIGHT_PATH);
         expect(runs(dir)).toEqual([1, 1, 1, 1, 1]);
         return;
       }
-      expect(path).toEqual([
-        "->PENDING",
-        "PENDING>RUNNING",
-        "RUNNING>INTERRUPTED",
-        "INTERRUPTED>RESUMING",
-        "RESUMING>RUNNING",
-        "RUNNING>COMPLETED",
-      ]);
+      expect(path).toEqual(RECOVERED_PATH);
       expect(transitions.map((t) => t.id)).toEqual([1, 2, 3, 4, 5, 6]);
       const [, claimedByA, interrupted, , resumedByB] = transitions;
       // SIGTERM: A records its own interruption; SIGKILL: B finds A's process gone.

@@ -4,6 +4,7 @@ import { join } from "node:path";
 import pg from "pg";
 import { afterEach } from "vitest";
 import { type Logger, type RunRecord, Runtime, type RuntimeBackend, type TransitionRecord } from "../../src/index.ts";
+import { RECOVERED_PATH } from "../helpers/paths.ts";
 import type { TestDatabase } from "../helpers/postgres.ts";
 import { fencingAgent } from "./fencing-agent.ts";
 
@@ -161,14 +162,7 @@ export async function ended(runtime: Runtime, runId: string): Promise<RunRecord>
 }
 
 /** The transitions (`from>to`) of a run A claimed and B took over and finished. */
-export const TAKEN_OVER = [
-  "->PENDING",
-  "PENDING>RUNNING",
-  "RUNNING>INTERRUPTED",
-  "INTERRUPTED>RESUMING",
-  "RESUMING>RUNNING",
-  "RUNNING>COMPLETED",
-];
+export const TAKEN_OVER = RECOVERED_PATH;
 
 /** Whether another connection can lock the run's row in `schema` now (no transaction holds it). */
 export async function rowUnlocked(db: TestDatabase, schema: string, runId: string): Promise<boolean> {
