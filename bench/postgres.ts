@@ -435,7 +435,7 @@ async function main(): Promise<void> {
         "   CPU µs/step, median round: node = this process (client, runtime, driver); server = the PostgreSQL backends\n" +
         "   of the system's database (/proc, 10 ms ticks).\n" +
         "   bare commit: one INSERT of a small row into a fresh table, each its own transaction, over one pg connection.\n" +
-        '   cairn "machine": one fenced upsert per step (the result of step i rides with the start record of step i+1),\n' +
+        '   cairn "machine": one fenced journal insert per step (the result of step i rides with the start record of step i+1),\n' +
         '   committed with synchronous_commit=on; "process": the same with synchronous_commit=off.\n' +
         "   DBOS: one INSERT … COMMIT of the step's output per step. LangGraph: a one-node graph looping N times, so a\n" +
         "   step is a super-step: putWrites (BEGIN, INSERT, COMMIT) then put (BEGIN, blob upserts, checkpoint, COMMIT);\n" +
