@@ -61,6 +61,8 @@ export const reportBuilder = defineAgent({
       return { quarter, summary, revenue: data.revenue, operatingMargin: data.operatingMargin };
     },
   },
+  // Checked when a run starts: `cairn run … build` without --input starts nothing and says why.
+  inputs: { build: z.object({ quarter: z.string() }) },
 });
 
 /** Deterministic made-up figures: the same quarter always gives the same numbers. */

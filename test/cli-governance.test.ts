@@ -179,7 +179,16 @@ describe("cairn accept and reject", LONG, () => {
   });
 
   it("refuses to reject a run that did not complete (RUN_NOT_COMPLETED)", async () => {
-    const failed = await cairn(["run", example, "report_builder", "build", "--db", db]);
+    const failed = await cairn([
+      "run",
+      example,
+      "report_builder",
+      "build",
+      "--input",
+      '{"quarter":"soon"}',
+      "--db",
+      db,
+    ]);
     expect(failed.code).toBe(1);
     const runId = runIdOf(failed.stdout);
     const r = await cairn(["reject", runId, "--by", "ann", "--db", db]);

@@ -80,10 +80,23 @@ describe("cairn CLI", () => {
   });
 
   it("exits 1 with the run's error when the run fails", async () => {
-    const r = await cairn(["run", example, "report_builder", "build", "--db", db]);
+    // A string, as the workflow's input schema asks, but not a quarter, as its first tool's asks.
+    const r = await cairn(["run", example, "report_builder", "build", "--input", '{"quarter":"soon"}', "--db", db]);
     expect(r.code).toBe(1);
     expect(r.stdout).toContain("RUNNING → FAILED");
     expect(r.stderr).toMatch(/^error: run run_\w+ ended FAILED: \[INVALID_INPUT\] invalid input for tool "fetch_data"/);
+  });
+
+  it("starts nothing when the input does not match the workflow's input schema, and says so", async () => {
+    const before = await cairn(["runs", "--db", db]);
+    const r = await cairn(["run", example, "report_builder", "build", "--db", db]);
+    expect(r.code).toBe(1);
+    expect(r.stdout).toBe("");
+    expect(r.stderr).toMatch(
+      /^error: \[INVALID_INPUT\] invalid input for workflow "build" of agent "report_builder": quarter: .*No run was started; pass an input that matches the schema in the agent's `inputs.build`/,
+    );
+    const ids = (out: string) => out.match(/run_\w+/g) ?? [];
+    expect(ids((await cairn(["runs", "--db", db])).stdout)).toEqual(ids(before.stdout));
   });
 
   it("rejects --input that is not JSON, naming --input", async () => {

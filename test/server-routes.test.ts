@@ -54,6 +54,20 @@ describe("HTTP API routes", () => {
     expect(created?.actor).toEqual({ kind: "user", id: "olga" });
   });
 
+  it("POST /api/runs refuses an input its workflow's schema refuses with 400 INVALID_INPUT, starting nothing", async () => {
+    const s = makeServer();
+    const refused = await s.call("POST", "/api/runs", {
+      token: "operator",
+      body: { agent: "desk", workflow: "pay", input: { amount: "ten" } },
+    });
+    expect(refused.status).toBe(400);
+    expect(refused.body.error.code).toBe("INVALID_INPUT");
+    expect(refused.body.error.message).toMatch(
+      /^invalid input for workflow "pay" of agent "desk": amount: .*No run was started/,
+    );
+    expect(await s.runtime.listRuns()).toEqual([]);
+  });
+
   it("GET /api/runs filters by agent, workflow, state, paused reason and time, newest first, in pages", async () => {
     const s = makeServer();
     const asked = [await s.start("ask", null), await s.start("ask", null)];

@@ -135,7 +135,20 @@ export interface AgentDefinition<
   readonly budget: Budget;
   readonly tools: T;
   readonly workflows: W;
+  /**
+   * Input schemas of some of its workflows (zod): a run's input is checked when it is started
+   * (`runtime.run` refuses a bad one and starts nothing) and again before each execution (a run
+   * started another way — a child, a continue-as-new, older code — fails with `INVALID_INPUT`
+   * before any of its code runs); the workflow gets what the schema parses the input to.
+   * @default {}
+   */
+  readonly inputs?: WorkflowInputs<W>;
 }
+
+/** Zod schemas of some of the workflows `W`, each parsing to what its workflow takes. */
+export type WorkflowInputs<W> = {
+  readonly [K in keyof W]?: W[K] extends (ctx: any, input: infer I) => any ? z.ZodType<I> : never;
+};
 
 /** When a run undoes its applied effects: see {@link AgentDefinition.compensate}. */
 export type CompensateMode = "never" | "on_failure" | "on_failure_or_cancel";

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import { type Budget, validateBudget } from "../core/budget.ts";
 import type { ToolContext, WorkflowContext } from "../core/context.ts";
 import { InvalidDefinitionError } from "../core/errors.ts";
+import { isInputSchema } from "../core/input-schema.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
 import type {
   AgentDefinition,
@@ -10,6 +11,7 @@ import type {
   ToolMap,
   ToolOptions,
   WorkflowFunction,
+  WorkflowInputs,
 } from "./agent.ts";
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
@@ -47,7 +49,7 @@ export function defineTool(
       "defineTool needs a `run` function: defineTool({ run: async (ctx, args) => ... })",
     );
   }
-  if (definition.input !== undefined && typeof (definition.input as { safeParse?: unknown }).safeParse !== "function") {
+  if (definition.input !== undefined && !isInputSchema(definition.input)) {
     throw new InvalidDefinitionError("defineTool `input` must be a zod schema, e.g. z.object({ quarter: z.string() })");
   }
   resolveRetryPolicy(definition.retry);
@@ -79,7 +81,10 @@ export interface AgentSpec<T extends ToolMap, W> {
   budget?: Budget;
   tools: T;
   workflows: W & Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>;
+  /** Input schemas of its workflows; see `AgentDefinition.inputs`. @default {} */
+  inputs?: WorkflowInputs<W>;
 }
+
 
 /**
  * Defines an agent: its tools and the workflows that call them. `ctx.tool` in the workflows is
@@ -94,6 +99,8 @@ export interface AgentSpec<T extends ToolMap, W> {
  *       return ctx.tool("fetch_data", { quarter });
  *     },
  *   },
+ *   // Optional: checked when a run starts (a bad input starts nothing) and before each execution.
+ *   inputs: { build: z.object({ quarter: z.string() }) },
  * });
  */
 export function defineAgent<
@@ -108,6 +115,7 @@ export function defineAgent<
   budget?: Budget;
   tools: T;
   workflows: W;
+  inputs?: WorkflowInputs<W>;
 }): AgentDefinition<T, W> {
   return makeAgent(spec) as AgentDefinition<T, W>;
 }
@@ -122,6 +130,7 @@ export function makeAgent(spec: {
   budget?: Budget | undefined;
   tools: ToolMap;
   workflows: Record<string, WorkflowFunction<any>>;
+  inputs?: Readonly<Record<string, unknown>> | undefined;
 }): AgentDefinition {
   if (!spec || typeof spec !== "object") throw new InvalidDefinitionError("defineAgent needs an object");
   assertName("agent", spec.name);
@@ -145,6 +154,19 @@ export function makeAgent(spec: {
     assertName(`workflow (agent "${spec.name}")`, name);
     if (typeof workflows[name] !== "function") {
       throw new InvalidDefinitionError(`workflow "${name}" of agent "${spec.name}" is not a function`);
+    }
+  }
+  const inputs = spec.inputs ?? {};
+  for (const [name, schema] of Object.entries(inputs)) {
+    if (!names.includes(name)) {
+      throw new InvalidDefinitionError(
+        `inputs.${name} of agent "${spec.name}" names no workflow (workflows: ${names.join(", ")}); key each schema by its workflow's name`,
+      );
+    }
+    if (schema !== undefined && !isInputSchema(schema)) {
+      throw new InvalidDefinitionError(
+        `inputs.${name} of agent "${spec.name}" must be a zod schema, e.g. z.object({ quarter: z.string() })`,
+      );
     }
   }
   const compensate = spec.compensate ?? "never";
@@ -173,5 +195,6 @@ export function makeAgent(spec: {
     budget: Object.freeze(budget),
     tools: Object.freeze({ ...tools }),
     workflows: Object.freeze({ ...workflows }),
+    inputs: Object.freeze({ ...inputs }) as WorkflowInputs<Record<string, WorkflowFunction>>,
   });
 }

@@ -17,7 +17,6 @@ import type { EnvelopeHost } from "./envelope-host.ts";
 import {
   type CairnError,
   EffectUnresolvedError,
-  InvalidInputError,
   NonRetryableError,
   type ReplayDivergenceError,
   type SerializedError,
@@ -26,6 +25,7 @@ import {
   UnknownNameError,
 } from "./errors.ts";
 import { Governor } from "./governor.ts";
+import { parseInput, parseWorkflowInput } from "./input-schema.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import { loopTools } from "./loop-tools.ts";
 import { modelAttempt } from "./model-attempt.ts";
@@ -248,11 +248,21 @@ export class WorkflowEnvelope {
       );
       return { kind: "failed", error: serializeError(error) };
     }
+    // A declared input schema is checked on every execution: the workflow gets what it parses to
+    // (defaults filled in), and an input it refuses fails the run before any of its code runs.
+    let input: unknown = this.#run.input;
+    const schema = this.#agent.inputs?.[this.#run.workflow];
+    if (schema) {
+      const names = { agent: this.#agent.name, workflow: this.#run.workflow };
+      const result = parseWorkflowInput(schema, input, names, "The workflow did not run");
+      if (!result.ok) return { kind: "failed", error: serializeError(result.error) };
+      input = result.value;
+    }
     const ctx = this.#workflowContext();
     return this.#conclude(async (): Promise<EnvelopeOutcome> => {
       let output: unknown;
       try {
-        output = await workflow(ctx, this.#run.input);
+        output = await workflow(ctx, input);
       } catch (error) {
         return this.#outcome({ error });
       }
@@ -571,18 +581,14 @@ export class WorkflowEnvelope {
     }
     let parsed: unknown = args;
     if (tool.input) {
-      const result = tool.input.safeParse(args);
-      if (!result.success) {
-        const issues = result.error.issues.map((i) => ({ path: i.path, message: i.message }));
-        const detail = issues.map((i) => `${i.path.length ? i.path.join(".") : "(root)"}: ${i.message}`).join("; ");
-        return Promise.reject(
-          new InvalidInputError(
-            `invalid input for tool "${name}" of agent "${this.#agent.name}": ${detail}. The tool did not run; pass arguments that match its input schema`,
-            issues,
-          ),
-        );
-      }
-      parsed = result.data;
+      const result = parseInput(
+        tool.input,
+        args,
+        `invalid input for tool "${name}" of agent "${this.#agent.name}"`,
+        "The tool did not run; pass arguments that match its input schema",
+      );
+      if (!result.ok) return Promise.reject(result.error);
+      parsed = result.value;
     }
     let approvalBegun: { seq: number; recorded: StepRecord | undefined } | undefined;
     let toolBegun: { seq: number; recorded: StepRecord | undefined } | undefined;

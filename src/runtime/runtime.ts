@@ -19,6 +19,7 @@ import { type Policy, policyVersions, validatePolicies } from "../core/policies.
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import { isSettled, OWNED_STATES } from "../core/run-state.ts";
+import { parseWorkflowInput } from "../core/input-schema.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
@@ -225,6 +226,13 @@ export class Runtime {
         "UNKNOWN_WORKFLOW",
         `unknown workflow "${workflow}" in agent "${agent.name}" (known: ${Object.keys(agent.workflows).join(", ")})`,
       );
+    }
+    // Checked before anything is written: a bad input starts nothing. The raw input is stored;
+    // each execution parses it again (see `AgentDefinition.inputs`).
+    const schema = agent.inputs?.[workflow];
+    if (schema) {
+      const checked = parseWorkflowInput(schema, input, { agent: agent.name, workflow }, "No run was started");
+      if (!checked.ok) throw checked.error;
     }
     const created = await this.backend.createRun({
       id: newRunId(),

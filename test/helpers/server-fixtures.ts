@@ -79,6 +79,7 @@ export const desk = defineAgent({
       return ctx.llm.generate({ prompt: "say hello" });
     },
   },
+  inputs: { pay: z.object({ amount: z.number() }) },
 });
 
 /** A server under test. */

@@ -5,7 +5,7 @@ import { Plan } from "../plan.ts";
 import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
 import type { Settled } from "./postgres-batcher.ts";
 import { type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
-import { applyPlan, merge, type PlanContext, type StepWrite } from "./postgres-waits.ts";
+import { applyPlan, merge, type PlanContext, type RidingSteps } from "./postgres-waits.ts";
 
 /** What `transition` returns. */
 export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord };
@@ -46,7 +46,7 @@ export async function transitionsIn(
   }
   const plan = new Plan();
   /** The steps that ride with the transitions planned, under the epochs those transitions leave. */
-  const writes: StepWrite[] = [];
+  const writes: RidingSteps[] = [];
   const outcomes = requests.map((request): Settled<TransitionOutcome> => {
     try {
       const steps = request.steps ?? [];

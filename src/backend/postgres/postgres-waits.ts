@@ -243,7 +243,7 @@ export async function applyPlan(
   ctx: PlanContext,
   plan: Plan,
   loaded: Loaded,
-  steps: readonly StepWrite[] = [],
+  steps: readonly RidingSteps[] = [],
 ): Promise<void> {
   const runs = [...plan.runs.values()];
   const { created, transitions, waits, signals, wakes } = plan;
@@ -288,7 +288,7 @@ const RUN_PLAN_COLUMNS = [...RUN_COLUMNS, ...RUN_JSON_COLUMNS.map((c) => `${c}_c
  * Steps of a run that ride with a plan's transition, under the epoch the transition leaves (its
  * fence checked by the planner, the run locked).
  */
-export interface StepWrite {
+export interface RidingSteps {
   epoch: number;
   steps: readonly StepRecord[];
 }
@@ -296,7 +296,7 @@ export interface StepWrite {
 /** The parameters of `writePlan` (see its column order in `postgres-statements.ts`). */
 function planParams(
   ctx: PlanContext,
-  part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[]; steps?: readonly StepWrite[] },
+  part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[]; steps?: readonly RidingSteps[] },
   loaded: Loaded,
 ) {
   // The planners copy a run with spread, so a JSON value they did not change is the very object
