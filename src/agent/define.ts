@@ -85,7 +85,6 @@ export interface AgentSpec<T extends ToolMap, W> {
   inputs?: WorkflowInputs<W>;
 }
 
-
 /**
  * Defines an agent: its tools and the workflows that call them. `ctx.tool` in the workflows is
  * typed from `tools`: a wrong tool name or argument is a compile error.

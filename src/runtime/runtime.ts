@@ -15,11 +15,11 @@ import {
   WaitTimeoutError,
 } from "../core/errors.ts";
 import type { RunEvent, RunEventsOptions } from "../core/events.ts";
+import { parseWorkflowInput } from "../core/input-schema.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import { isSettled, OWNED_STATES } from "../core/run-state.ts";
-import { parseWorkflowInput } from "../core/input-schema.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
