@@ -23,7 +23,7 @@ export class ReportBuilderClassic {
     return ctx.llm.generate({ prompt: `Summarize: ${JSON.stringify(data)}` });
   }
 
-  @workflow("build")
+  @workflow("build", { input: z.object({ quarter: z.string() }) })
   async build(ctx: WorkflowContext, { quarter }: { quarter: string }) {
     const data = (await ctx.tool("fetch_data", { quarter })) as QuarterlyFigures; // checkpoint
     const summary = (await ctx.tool("summarize", { data })) as string; // checkpoint

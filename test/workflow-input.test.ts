@@ -1,11 +1,15 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import {
+  agent,
   defineAgent,
   defineTool,
   InvalidDefinitionError,
   InvalidInputError,
+  Runtime,
+  silentLogger,
   type WorkflowContext,
+  workflow,
 } from "../src/index.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 
@@ -96,6 +100,27 @@ describe("declaring input schemas", () => {
         inputs: { report: { quarter: "string" } as never },
       }),
     ).toThrow(/inputs.report of agent "reports" must be a zod schema/);
+  });
+
+  it("takes a decorated workflow's schema from @workflow(name, { input })", async () => {
+    @agent({ name: "decorated_reports" })
+    class Reports {
+      @workflow("report", { input: Quarter })
+      async report(_ctx: WorkflowContext, input: z.output<typeof Quarter>) {
+        return `${input.quarter} at depth ${input.depth}`;
+      }
+    }
+    const rt = new Runtime({ agents: [Reports], logger: silentLogger });
+    try {
+      await expect(rt.run("decorated_reports", "report", { quarter: 3 })).rejects.toThrow(
+        /^invalid input for workflow "report" of agent "decorated_reports": quarter: .*No run was started/,
+      );
+      expect(await (await rt.run("decorated_reports", "report", { quarter: "2026-Q1" })).result()).toBe(
+        "2026-Q1 at depth 2",
+      );
+    } finally {
+      await rt.shutdown();
+    }
   });
 
   it("types the schema against the workflow's input", () => {

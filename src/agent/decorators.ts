@@ -80,6 +80,7 @@ export function agent(options: AgentDecoratorOptions) {
     };
     const tools: ToolMap = {};
     const workflows: Record<string, WorkflowFunction> = {};
+    const inputs: Record<string, unknown> = {};
     for (const m of list) {
       const method = (target.prototype as Record<string, Method>)[m.method];
       if (typeof method !== "function") continue;
@@ -89,9 +90,10 @@ export function agent(options: AgentDecoratorOptions) {
       } else {
         workflows[m.name] = (ctx: WorkflowContext, input: unknown) =>
           Promise.resolve(method.call(self(), ctx as never, input as never));
+        if (m.options.input !== undefined) inputs[m.name] = m.options.input;
       }
     }
-    const definition = makeAgent({ ...options, tools, workflows });
+    const definition = makeAgent({ ...options, tools, workflows, inputs });
     Object.defineProperty(target, DEFINITION, { value: definition });
   };
 }
@@ -123,11 +125,16 @@ export function tool(
 
 type WorkflowMethod = (ctx: WorkflowContext, input: any) => Promise<unknown>;
 
-/** Marks an async method as a workflow, named by the argument or the method name. */
+/**
+ * Marks an async method as a workflow, named by the argument or the method name. `input`: its
+ * input schema (see `AgentDefinition.inputs`), e.g. `@workflow("build", { input: z.object(...) })`.
+ */
 export function workflow(
   name?: string,
+  options: { input?: z.ZodType } = {},
 ): <M extends WorkflowMethod>(method: M, context: ClassMethodDecoratorContext<unknown, M>) => void {
-  return (_method, context) => register(context, "workflow", name, {});
+  return (_method, context) =>
+    register(context, "workflow", name, options.input === undefined ? {} : { input: options.input });
 }
 
 function register(
