@@ -250,14 +250,9 @@ export class WorkflowEnvelope {
     }
     // A declared input schema is checked on every execution: the workflow gets what it parses to
     // (defaults filled in), and an input it refuses fails the run before any of its code runs.
-    let input: unknown = this.#run.input;
-    const schema = this.#agent.inputs?.[this.#run.workflow];
-    if (schema) {
-      const names = { agent: this.#agent.name, workflow: this.#run.workflow };
-      const result = parseWorkflowInput(schema, input, names, "The workflow did not run");
-      if (!result.ok) return { kind: "failed", error: serializeError(result.error) };
-      input = result.value;
-    }
+    const parsed = parseWorkflowInput(this.#agent, this.#run.workflow, this.#run.input, "The workflow did not run");
+    if (!parsed.ok) return { kind: "failed", error: serializeError(parsed.error) };
+    const input = parsed.value;
     const ctx = this.#workflowContext();
     return this.#conclude(async (): Promise<EnvelopeOutcome> => {
       let output: unknown;

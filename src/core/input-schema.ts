@@ -32,19 +32,22 @@ export function isInputSchema(value: unknown): value is InputSchema {
 }
 
 /**
- * A workflow's input checked against the schema its agent declares for it (`inputs`); `outcome`
- * says what a refusal left undone ("No run was started", "The workflow did not run").
+ * A workflow's input checked against the schema its agent declares for it (`inputs`), or taken
+ * as it is when there is none; `outcome` says what a refusal left undone ("No run was started",
+ * "The workflow did not run").
  */
 export function parseWorkflowInput(
-  schema: InputSchema,
+  agent: { name: string; inputs?: { readonly [workflow: string]: InputSchema | undefined } | undefined },
+  workflow: string,
   input: unknown,
-  names: { agent: string; workflow: string },
   outcome: string,
-) {
+): { ok: true; value: unknown } | { ok: false; error: InvalidInputError } {
+  const schema = agent.inputs?.[workflow];
+  if (!schema) return { ok: true, value: input };
   return parseInput(
     schema,
     input,
-    `invalid input for workflow "${names.workflow}" of agent "${names.agent}"`,
-    `${outcome}; pass an input that matches the schema in the agent's \`inputs.${names.workflow}\``,
+    `invalid input for workflow "${workflow}" of agent "${agent.name}"`,
+    `${outcome}; pass an input that matches the schema in the agent's \`inputs.${workflow}\``,
   );
 }

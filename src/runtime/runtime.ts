@@ -229,11 +229,8 @@ export class Runtime {
     }
     // Checked before anything is written: a bad input starts nothing. The raw input is stored;
     // each execution parses it again (see `AgentDefinition.inputs`).
-    const schema = agent.inputs?.[workflow];
-    if (schema) {
-      const checked = parseWorkflowInput(schema, input, { agent: agent.name, workflow }, "No run was started");
-      if (!checked.ok) throw checked.error;
-    }
+    const checked = parseWorkflowInput(agent, workflow, input, "No run was started");
+    if (!checked.ok) throw checked.error;
     const created = await this.backend.createRun({
       id: newRunId(),
       agent: agent.name,
