@@ -36,10 +36,10 @@ import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import type { PostgresBackendOptions } from "./postgres-options.ts";
 import {
-  batchStepParams,
   foldJournal,
   inlineLimit,
   type JournalRow,
+  journalWrite,
   type RunRow,
   recordsetJson,
   rowToRun,
@@ -557,12 +557,24 @@ export class PostgresBackend implements RuntimeBackend {
         this.#db.call("saveSteps", async () => {
           const pool = this.#ready();
           const level = batch.some((w) => w.sync) && this.durability === "machine" ? null : "off";
-          const written = await this.#db.query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
-            batch.map((w) => w.runId),
-            batch.map((w) => w.epoch),
-            level,
-            ...batchStepParams(batch, this.inlineLimitBytes),
-          ]);
+          const { entries, blobs } = journalWrite(batch, this.inlineLimitBytes);
+          const [one] = entries;
+          const written =
+            one && entries.length === 1
+              ? await this.#db.query<{ run_id: string }>(pool, this.#s.saveSteps, [
+                  one.run_id,
+                  one.epoch,
+                  level,
+                  JSON.stringify(one.steps),
+                  ...blobs,
+                ])
+              : await this.#db.query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
+                  batch.map((w) => w.runId),
+                  batch.map((w) => w.epoch),
+                  level,
+                  JSON.stringify(entries),
+                  ...blobs,
+                ]);
           return new Set(written.map((row) => row.run_id));
         }),
       // The fence refused the write, which therefore changed nothing; the epoch read now only

@@ -71,7 +71,22 @@ export function recordsetJson(rows: readonly (readonly unknown[])[], columns: re
 /** A row's values as an object keyed by column name (`undefined` leaves the key out of JSON). */
 function keyedBy(columns: readonly string[], values: readonly unknown[]): Record<string, unknown> {
   const record: Record<string, unknown> = {};
-  for (const [i, column] of columns.entries()) record[column] = values[i];
+  for (let i = 0; i < columns.length; i++) record[columns[i] as string] = values[i];
+  return record;
+}
+
+/**
+ * A step's encoded columns as an object of a journal entry: a SQL NULL is a key left out, which
+ * {@link foldJournal} reads back as NULL. A step holds seven nullable columns, most of them NULL
+ * (a started step has no result, a completed one no error): leaving them out makes the entry a
+ * fifth smaller, which the server parses in every step write.
+ */
+function journalStep(values: readonly unknown[]): Record<string, unknown> {
+  const record: Record<string, unknown> = {};
+  for (let i = 0; i < STEP_VALUE_COLUMNS.length; i++) {
+    const value = values[i];
+    if (value !== null && value !== undefined) record[STEP_VALUE_COLUMNS[i] as string] = value;
+  }
   return record;
 }
 
@@ -94,19 +109,24 @@ export function quoteIdent(name: string): string {
   return `"${name.replace(/"/g, '""')}"`;
 }
 
+/** One run's journal entry of a step write: the epoch its writer holds, and its steps ({@link journalStep}). */
+export interface JournalEntry {
+  run_id: string;
+  epoch: number;
+  steps: Record<string, unknown>[];
+}
+
 /**
- * The parameters of the batched step write after its first three: the journal entry of each run
- * as one JSON array of `{ run_id, epoch, steps }` (read by `json_to_recordset`), `steps` holding the
- * run's steps as objects keyed by the columns of `encodeStep` (a JSON column as its text, a
- * missing key for SQL NULL), then the blobs they refer to as three arrays (digests, texts, bytes),
- * each blob once. One JSON text rather than an array per column: `JSON.stringify` is native,
- * where pg escapes the elements of each text array one by one. Within a run, a later step with
- * the same seq replaces an earlier one, as a later entry does when the journal is read.
+ * What a step write stores: one journal entry per run, `steps` holding the run's steps as objects
+ * keyed by the columns of `encodeStep` (a JSON column as its text, a missing key for SQL NULL:
+ * {@link journalStep}), and the blobs they refer to as three arrays (digests, texts, bytes), each
+ * blob once. Within a run, a later step with the same seq replaces an earlier one, as a later
+ * entry does when the journal is read.
  */
-export function batchStepParams(
+export function journalWrite(
   requests: ReadonlyArray<{ epoch: number; steps: readonly StepRecord[] }>,
   inlineLimitBytes: number,
-): unknown[] {
+): { entries: JournalEntry[]; blobs: [string[], string[], number[]] } {
   const runs = new Map<string, { epoch: number; steps: Map<number, StepRecord> }>();
   for (const request of requests) {
     for (const step of request.steps) {
@@ -122,16 +142,28 @@ export function batchStepParams(
     steps: [...steps.values()].map((step) => {
       const encoded = encodeStep(step, inlineLimitBytes);
       for (const blob of encoded.blobs) blobs.set(blob.digest, blob);
-      return keyedBy(STEP_VALUE_COLUMNS, encoded.values);
+      return journalStep(encoded.values);
     }),
   }));
   const blobList = [...blobs.values()];
-  return [
-    JSON.stringify(entries),
-    blobList.map((b) => b.digest),
-    blobList.map((b) => b.text),
-    blobList.map((b) => b.bytes),
-  ];
+  return {
+    entries,
+    blobs: [blobList.map((b) => b.digest), blobList.map((b) => b.text), blobList.map((b) => b.bytes)],
+  };
+}
+
+/**
+ * The parameters of the batched step write after its first three ({@link journalWrite}): the
+ * journal entries as one JSON array of `{ run_id, epoch, steps }` (read by `json_to_recordset`),
+ * then the blobs' three arrays. One JSON text rather than an array per column: `JSON.stringify`
+ * is native, where pg escapes the elements of each text array one by one.
+ */
+export function batchStepParams(
+  requests: ReadonlyArray<{ epoch: number; steps: readonly StepRecord[] }>,
+  inlineLimitBytes: number,
+): unknown[] {
+  const { entries, blobs } = journalWrite(requests, inlineLimitBytes);
+  return [JSON.stringify(entries), ...blobs];
 }
 
 /** A `journal` row: the epoch its writer held, and the steps it wrote as JSON text. */
