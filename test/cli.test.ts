@@ -93,7 +93,7 @@ describe("cairn CLI", () => {
     expect(r.code).toBe(1);
     expect(r.stdout).toBe("");
     expect(r.stderr).toMatch(
-      /^error: \[INVALID_INPUT\] invalid input for workflow "build" of agent "report_builder": quarter: .*No run was started; pass an input that matches the schema in the agent's `inputs.build`/,
+      /^error: \[INVALID_INPUT\] invalid input for workflow "build" of agent "report_builder": quarter: .*No run was started; pass an input that matches the schema in the agent's `inputs.build` \(the input was \{\}: set it with --input '<json>'\)$/m,
     );
     const ids = (out: string) => out.match(/run_\w+/g) ?? [];
     expect(ids((await cairn(["runs", "--db", db])).stdout)).toEqual(ids(before.stdout));

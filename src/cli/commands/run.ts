@@ -1,4 +1,5 @@
 import type { AgentDefinition } from "../../agent/agent.ts";
+import { InvalidInputError } from "../../core/errors.ts";
 import type { Json, TransitionRecord } from "../../core/records.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { usageError } from "../cli-error.ts";
@@ -109,10 +110,20 @@ interface RunRequest {
 /** Starts the run (or finds the one its key names) and prints its header line. */
 async function startRun(runtime: Runtime, request: RunRequest, database: Database, io: Io) {
   const { module, agent, workflow, input, key } = request;
-  const handle = await runtime.run(agent, workflow, input, {
-    ...(key !== undefined && { key }),
-    meta: { module: module.file },
-  });
+  const handle = await runtime
+    .run(agent, workflow, input, { ...(key !== undefined && { key }), meta: { module: module.file } })
+    .catch((error: unknown) => {
+      // The workflow's input schema refused it: say where the input came from.
+      if (!(error instanceof InvalidInputError) || error.issues.length === 0) throw error;
+      const given = truncate(JSON.stringify(input), 80);
+      throw new InvalidInputError(
+        `${error.message} (the input was ${given}: set it with --input '<json>')`,
+        error.issues,
+        {
+          cause: error,
+        },
+      );
+    });
   io.out(`run ${handle.id}  ${agent.name}/${workflow}${key ? `  key ${key}` : ""}  db ${database.label}`);
   return handle;
 }
