@@ -3,8 +3,10 @@ import { CairnClient } from "../src/client/cairn-client.ts";
 import { CairnHttpError } from "../src/client/http-error.ts";
 import { RunEndedError } from "../src/core/errors.ts";
 import type { WaitRecord } from "../src/core/records.ts";
+import { silentLogger } from "../src/runtime/logger.ts";
+import { Runtime } from "../src/runtime/runtime.ts";
 import { type ListeningServer, serve } from "../src/server/serve.ts";
-import { makeServer, TOKENS } from "./helpers/server-fixtures.ts";
+import { desk, makeServer, TOKENS } from "./helpers/server-fixtures.ts";
 
 /** CairnClient against a server listening on an ephemeral port (@hono/node-server). */
 
@@ -114,6 +116,48 @@ describe("CairnClient", () => {
     expect(error).toBeInstanceOf(RunEndedError);
     expect(error).toMatchObject({ code: "RUN_CANCELLED" });
     expect((await s.runtime.getRun(run.id)).state).toBe("CANCELLED");
+  });
+
+  it("result() waits through an interruption that recovery takes up, and returns INTERRUPTED past maxAutoRecoveries", async () => {
+    // The server only serves: the run is driven (and lost) by a worker that is not there.
+    const s = makeServer({}, { worker: false });
+    listening = await serve(s.server, { port: 0 });
+    const operator = new CairnClient({ baseUrl: listening.url, token: TOKENS.operator });
+    const started = await operator.run("desk", "quick", { n: 7 });
+    const backend = s.runtime.backend;
+    const lost = "gone-host:1:abc";
+    const claimed = await backend.claimRun({ workerId: lost, now: Date.now(), leaseMs: 60_000 });
+    expect(claimed?.id).toBe(started.id);
+    const move = async (from: "PENDING" | "RUNNING", to: "RUNNING" | "INTERRUPTED") =>
+      backend.transition({
+        runId: started.id,
+        from,
+        to,
+        actor: { kind: "worker", id: lost },
+        reason: to === "RUNNING" ? "claimed" : "the worker was lost",
+        versions: started.run.versions,
+        at: Date.now(),
+        fence: { epoch: claimed?.epoch ?? 0 },
+        ...(to === "INTERRUPTED" && { patch: { releaseLease: true } }),
+      });
+    await move("PENDING", "RUNNING");
+    await move("RUNNING", "INTERRUPTED");
+
+    expect((await operator.waitFor(started.id, { maxAutoRecoveries: 0 })).state).toBe("INTERRUPTED");
+    let settled = false;
+    const result = started.result({ pollIntervalMs: 10, timeoutMs: 20_000 }).finally(() => {
+      settled = true;
+    });
+    await new Promise((r) => setTimeout(r, 150));
+    expect(settled).toBe(false);
+    // A worker comes up (the deploy's next version): its recovery resumes the run.
+    const worker = new Runtime({ agents: [desk], backend, logger: silentLogger });
+    try {
+      await worker.start();
+      expect(await result).toEqual({ n: 7 });
+    } finally {
+      await worker.shutdown();
+    }
   });
 
   it("resumes an event stream from an event id, and follows all runs", async () => {

@@ -195,21 +195,56 @@ forEachBackend((under) => {
       expect((error as RunEndedError).code).toBe("RUN_INTERRUPTED");
     });
 
-    it("a client runtime sees another runtime's run become INTERRUPTED by polling", async () => {
+    it("a client's waitFor and result() wait through a deploy: the run INTERRUPTED by one worker's shutdown ends COMPLETED under the next", async () => {
+      const backend = under.backend();
+      const { agent, entered, unblock } = blockingAgent();
+      const first = runtimes.make({ agents: [agent], backend });
+      const client = runtimes.make({ agents: [agent], backend, worker: false });
+      const handle = await first.run(agent, "go", {});
+      await entered;
+      let settled: RunRecord | undefined;
+      const waited = client.waitFor(handle.id, { pollIntervalMs: 10, timeoutMs: 20_000 }).then((run) => {
+        settled = run;
+        return run;
+      });
+      const result = client.handle(handle.id).result({ timeoutMs: 20_000 });
+      await first.shutdown({ graceMs: 0 });
+      expect((await client.getRun(handle.id)).state).toBe("INTERRUPTED");
+      // Many polls later the client still waits: the interruption is not the run's outcome.
+      await new Promise((r) => setTimeout(r, 150));
+      expect(settled).toBeUndefined();
+      unblock();
+      const next = runtimes.make({ agents: [agent], backend, worker: { pollIntervalMs: 20 } });
+      await next.start();
+      expect(await result).toBe("released");
+      expect((await waited).state).toBe("COMPLETED");
+      const path = (await client.history(handle.id)).transitions.map((t) => t.to);
+      expect(path).toEqual(["PENDING", "RUNNING", "INTERRUPTED", "RESUMING", "RUNNING", "COMPLETED"]);
+    });
+
+    it("waitFor returns an INTERRUPTED run once automatic recovery's bound is used up (maxAutoRecoveries)", async () => {
       const backend = under.backend();
       const { agent, entered } = blockingAgent();
       const worker = runtimes.make({ agents: [agent], backend });
       const client = runtimes.make({ agents: [agent], backend, worker: false });
       const handle = await worker.run(agent, "go", {});
       await entered;
-      const waited = client.waitFor(handle.id, { pollIntervalMs: 10, timeoutMs: 5000 });
+      const waited = client.waitFor(handle.id, { pollIntervalMs: 10, timeoutMs: 5000, maxAutoRecoveries: 0 });
       await worker.shutdown({ graceMs: 0 });
       expect((await waited).state).toBe("INTERRUPTED");
       const error = await client
         .handle(handle.id)
-        .result()
+        .result({ timeoutMs: 200 })
         .catch((e: unknown) => e);
-      expect((error as RunEndedError).code).toBe("RUN_INTERRUPTED");
+      // The client runtime's bound is the default (3): it would wait, and times out instead.
+      expect(error).toBeInstanceOf(WaitTimeoutError);
+      expect((error as Error).message).toContain("INTERRUPTED");
+      const bounded = runtimes.make({ agents: [agent], backend, worker: { maxAutoRecoveries: 0 } });
+      const ended = await bounded
+        .handle(handle.id)
+        .result({ timeoutMs: 5000 })
+        .catch((e: unknown) => e);
+      expect((ended as RunEndedError).code).toBe("RUN_INTERRUPTED");
     });
 
     it("waitFor gives up with WaitTimeoutError naming the state", async () => {

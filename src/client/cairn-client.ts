@@ -2,7 +2,13 @@ import type { Budget } from "../core/budget.ts";
 import { RunEndedError } from "../core/errors.ts";
 import type { RunEvent } from "../core/events.ts";
 import type { EffectRecord, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
-import { isSettled, type PausedReason, type RunState } from "../core/run-state.ts";
+import {
+  awaitsRecovery,
+  DEFAULT_MAX_AUTO_RECOVERIES,
+  isSettled,
+  type PausedReason,
+  type RunState,
+} from "../core/run-state.ts";
 import type { RunContract } from "../runtime/run-contract.ts";
 import type { JobSpec } from "../runtime/runtime-options.ts";
 import type { Role } from "../server/auth.ts";
@@ -106,8 +112,11 @@ export interface RemoteRunHandle {
   readonly created: boolean;
   /** The run as the start left it. */
   readonly run: RunRecord;
-  /** Waits until the run settles and returns its output; a run that did not complete throws `RunEndedError`. */
-  result(options?: { timeoutMs?: number; pollIntervalMs?: number }): Promise<unknown>;
+  /**
+   * Waits until the run settles and returns its output; a run that did not complete throws
+   * `RunEndedError`. Waits through automatic recovery, as {@link CairnClient.waitFor}.
+   */
+  result(options?: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number }): Promise<unknown>;
 }
 
 /**
@@ -298,13 +307,19 @@ export class CairnClient {
 
   /**
    * Waits until the run settles (a terminal state or NEEDS_RECONCILIATION) and returns it, looking
-   * every `pollIntervalMs` (default 250).
+   * every `pollIntervalMs` (default 250). As `runtime.waitFor`, it waits through automatic
+   * recovery: an INTERRUPTED run recovered fewer than `maxAutoRecoveries` times (the workers'
+   * bound, default 3) is waited on; once the bound is used up it is returned.
    */
-  async waitFor(runId: string, options: { timeoutMs?: number; pollIntervalMs?: number } = {}): Promise<RunRecord> {
+  async waitFor(
+    runId: string,
+    options: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number } = {},
+  ): Promise<RunRecord> {
     const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
+    const bound = options.maxAutoRecoveries ?? DEFAULT_MAX_AUTO_RECOVERIES;
     for (;;) {
       const run = await this.getRun(runId);
-      if (isSettled(run.state)) return run;
+      if (isSettled(run.state) && !awaitsRecovery(run, bound)) return run;
       if (Date.now() >= deadline) {
         throw new CairnHttpError(`run ${runId} is still ${run.state} after ${options.timeoutMs} ms`, {
           code: "WAIT_TIMEOUT",

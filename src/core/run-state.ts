@@ -40,7 +40,8 @@ export type PausedReason = (typeof PAUSED_REASONS)[number];
 
 /**
  * Terminal states: nothing more happens without an outside act (a resume, a reconcile, a fork),
- * so anything that waits for a run returns on each of them.
+ * so anything that waits for a run returns on each of them — but on an INTERRUPTED run that a
+ * worker's automatic recovery takes up ({@link awaitsRecovery}).
  */
 export const TERMINAL_STATES: ReadonlySet<RunState> = new Set<RunState>([
   "COMPLETED",
@@ -74,6 +75,18 @@ export function isTerminal(state: RunState): boolean {
  */
 export function isSettled(state: RunState): boolean {
   return TERMINAL_STATES.has(state) || state === "NEEDS_RECONCILIATION";
+}
+
+/** How many times a worker resumes an INTERRUPTED run on its own, unless told otherwise. */
+export const DEFAULT_MAX_AUTO_RECOVERIES = 3;
+
+/**
+ * True for an INTERRUPTED run that automatic recovery will take up again: it has been recovered
+ * fewer than `maxAutoRecoveries` times (a worker's bound, DESIGN §3). Whoever waits for the run's
+ * outcome waits on through it, as through a RUNNING run: a crash or a deploy is not an outcome.
+ */
+export function awaitsRecovery(run: { state: RunState; recoveries: number }, maxAutoRecoveries: number): boolean {
+  return run.state === "INTERRUPTED" && run.recoveries < maxAutoRecoveries;
 }
 
 /** True for a string that names a run state. */

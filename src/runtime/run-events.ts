@@ -51,8 +51,11 @@ export class RunEventHub {
     this.#wake(channel);
   }
 
-  /** Adds a recorded transition; a settled state ends the run's stream for its readers. */
-  transition(transition: TransitionRecord): void {
+  /**
+   * Adds a recorded transition; `ends` (by default: the state is settled) ends the run's stream
+   * for its readers. The runtime passes false for an INTERRUPTED run that recovery takes up again.
+   */
+  transition(transition: TransitionRecord, ends = isSettled(transition.to)): void {
     const channel = this.#channels.get(transition.runId);
     // Settled, then taken up again (an operator reconciled it): its stream is open again.
     if (channel?.settled && !isSettled(transition.to)) channel.settled = false;
@@ -64,7 +67,7 @@ export class RunEventHub {
       reason: transition.reason,
       actor: transition.actor,
     });
-    if (isSettled(transition.to)) this.settle(transition.runId);
+    if (ends) this.settle(transition.runId);
   }
 
   /** Marks the run's stream ended (its run settled, maybe in another process). */

@@ -19,7 +19,7 @@ import { parseWorkflowInput } from "../core/input-schema.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
-import { isSettled, OWNED_STATES } from "../core/run-state.ts";
+import { awaitsRecovery, DEFAULT_MAX_AUTO_RECOVERIES, isSettled, OWNED_STATES } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
@@ -282,9 +282,20 @@ export class Runtime {
 
   /**
    * Waits until the run reaches a terminal state (COMPLETED, FAILED, BLOCKED, INTERRUPTED,
-   * CANCELLED, COMPENSATED) or NEEDS_RECONCILIATION (it waits for an operator) and returns it. Runs driven by other processes are polled.
+   * CANCELLED, COMPENSATED) or NEEDS_RECONCILIATION (it waits for an operator) and returns it.
+   * Runs driven by other processes are polled, and woken on when the backend sends wake-ups.
+   *
+   * A crash or a deploy is not an outcome: an INTERRUPTED run that automatic recovery takes up
+   * again (recovered fewer than `maxAutoRecoveries` times: the option here, else this runtime's
+   * worker's, default 3) is waited on like a RUNNING one, until it ends for good. INTERRUPTED is
+   * returned once the bound is used up (a run that crashes its worker every time), with
+   * `maxAutoRecoveries: 0`, and when this runtime shuts down while waiting (its own worker left
+   * the run INTERRUPTED, and nothing here will take it up).
    */
-  async waitFor(runId: string, options: { timeoutMs?: number; pollIntervalMs?: number } = {}): Promise<RunRecord> {
+  async waitFor(
+    runId: string,
+    options: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number } = {},
+  ): Promise<RunRecord> {
     const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
     const poll = options.pollIntervalMs ?? 250;
     // Waiting across processes: a backend's wake-ups end the wait as soon as the run ends.
@@ -299,13 +310,14 @@ export class Runtime {
         this.#logger.warn(`waiting for run ${runId}: storage unavailable, trying again`, { error: error.message });
         return undefined;
       });
-      if (run && isSettled(run.state)) return run;
+      if (run && this.#ended(run, options.maxAutoRecoveries)) return run;
       const left = deadline - Date.now();
       if (left <= 0) {
         throw new WaitTimeoutError(`run ${runId} is still ${run?.state ?? "unknown"} after ${options.timeoutMs} ms`);
       }
       // Woken with the run when this runtime records its terminal transition: returned as is, so a
-      // run interrupted by this runtime's own shutdown is reported even though it is now closed.
+      // run interrupted by this runtime's own shutdown is reported even though it is now closed. A
+      // run this runtime recorded INTERRUPTED and recovery takes up again wakes no one.
       const ended = await new Promise<RunRecord | undefined>((resolve) => {
         const waiters = this.#waiters.get(runId) ?? new Set();
         this.#waiters.set(runId, waiters);
@@ -556,7 +568,7 @@ export class Runtime {
   events(runId: string, options: RunEventsOptions = {}): AsyncIterable<RunEvent> {
     return this.#events.read(runId, { ...options, checkMs: 1000 }, async () => {
       const run = await this.backend.getRun(runId);
-      return run !== undefined && isSettled(run.state);
+      return run !== undefined && this.#ended(run);
     });
   }
 
@@ -622,7 +634,8 @@ export class Runtime {
   }
 
   #emit(transition: TransitionRecord, run: RunRecord): void {
-    this.#events.transition(transition);
+    const ended = this.#ended(run);
+    this.#events.transition(transition, ended);
     for (const listener of this.#listeners) {
       try {
         listener(transition, run);
@@ -631,7 +644,20 @@ export class Runtime {
       }
     }
     const waiters = this.#waiters.get(run.id);
-    if (waiters && isSettled(run.state)) for (const w of [...waiters]) w(run);
+    if (waiters && ended) for (const w of [...waiters]) w(run);
+  }
+
+  /**
+   * Whether the run has an outcome to report: it settled, and it is not an INTERRUPTED run that
+   * automatic recovery takes up again — unless this runtime is shutting down, and so will not.
+   */
+  #ended(run: RunRecord, maxAutoRecoveries?: number): boolean {
+    if (!isSettled(run.state)) return false;
+    const bound =
+      maxAutoRecoveries ??
+      (this.#options.worker === false ? undefined : this.#options.worker?.maxAutoRecoveries) ??
+      DEFAULT_MAX_AUTO_RECOVERIES;
+    return this.#closed || !awaitsRecovery(run, bound);
   }
 
   #agent(name: string): AgentDefinition {

@@ -5,7 +5,7 @@ import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { CancelledError, LeaseLostError, RuntimeClosedError, StorageError } from "../core/errors.ts";
 import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
-import { isTerminal } from "../core/run-state.ts";
+import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal } from "../core/run-state.ts";
 import { serializeError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -107,7 +107,7 @@ export class Worker {
       leaseMs,
       // With wake-ups from the backend, polling is only the fallback.
       pollIntervalMs: options.pollIntervalMs ?? (deps.backend.subscribe ? 2000 : 500),
-      maxAutoRecoveries: options.maxAutoRecoveries ?? 3,
+      maxAutoRecoveries: options.maxAutoRecoveries ?? DEFAULT_MAX_AUTO_RECOVERIES,
       detectDeadLocalOwners: options.detectDeadLocalOwners ?? true,
       cancelGraceMs: options.cancelGraceMs ?? 5000,
     };
