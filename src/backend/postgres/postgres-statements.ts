@@ -1,8 +1,11 @@
-import { createHash } from "node:crypto";
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
 import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, STEP_VALUE_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import { RUNNABLE_STATES } from "../transition-rules.ts";
 import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
+import { type Sql, sql } from "./postgres-sql.ts";
+import { saveStepBatch, saveSteps } from "./postgres-step-statements.ts";
+
+export type { Sql } from "./postgres-sql.ts";
 
 /**
  * The SQL of `PostgresBackend`, for one schema. Each statement is a named prepared statement
@@ -16,17 +19,6 @@ import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
  * Single statements are preferred to multi-statement transactions wherever the write allows it:
  * a statement is its own transaction and costs one round trip, where BEGIN … COMMIT costs four.
  */
-
-/** A named SQL statement. */
-export interface Sql {
-  name: string;
-  text: string;
-}
-
-/** A named statement for `text`. */
-export function sql(text: string): Sql {
-  return { name: `cairn_${createHash("sha256").update(text).digest("hex").slice(0, 24)}`, text };
-}
 
 function list(states: Iterable<string>): string {
   return [...states].map((s) => `'${s}'`).join(", ");
@@ -282,72 +274,6 @@ function createRuns(s: string): Sql {
      )
      SELECT first.run_id, pg_notify($${transitions.next}::text, x.wake)
      FROM first JOIN ${transitions.from} ON x.run_id = first.run_id`,
-  );
-}
-
-/** The step writes' commit level: $3 for this transaction only (NULL: leave it as it is). */
-const STEP_COMMIT_LEVEL = `set_config('synchronous_commit', coalesce($3::text, current_setting('synchronous_commit')), true) AS level`;
-
-/**
- * The step writes' blobs ($5–$7), written only when some run passed the fence; a blob stored
- * already is left as it is.
- */
-function fencedBlobs(s: string): string {
-  return `new_blobs AS (
-       INSERT INTO ${s}.blobs (digest, text, bytes)
-       SELECT b.digest, b.text, b.bytes
-       FROM unnest($5::text[], $6::text[], $7::bigint[]) AS b (digest, text, bytes)
-       WHERE EXISTS (SELECT 1 FROM fence)
-       ON CONFLICT (digest) DO NOTHING
-     )`;
-}
-
-/**
- * Fence and append to the step journal in one statement, hence one transaction: one row per run
- * whose epoch matches, holding the steps it wrote (migration 5). FOR SHARE holds each run row
- * against a concurrent claim or takeover until this commits (every move of an epoch locks the
- * row FOR UPDATE first), and a claim that committed first is seen (the row is re-read after the
- * wait), so no step is written under an epoch that has moved on. The rows are locked in id
- * order, the order of every statement that locks several runs. $3 sets synchronous_commit for
- * this transaction only (NULL: leave it as it is). The blobs are written by the same
- * statement, only when some run passed the fence; a blob stored already is left as it is. The
- * runs that passed the fence come back: exactly those whose steps were written.
- */
-function saveStepBatch(s: string): Sql {
-  return sql(
-    `WITH fence AS (
-       SELECT runs.id, runs.epoch,
-         ${STEP_COMMIT_LEVEL}
-       FROM ${s}.runs JOIN unnest($1::text[], $2::integer[]) AS r (run_id, epoch) ON runs.id = r.run_id AND runs.epoch = r.epoch
-       ORDER BY runs.id
-       FOR SHARE OF runs
-     ), ${fencedBlobs(s)}, new_entries AS (
-       INSERT INTO ${s}.journal (run_id, epoch, steps)
-       SELECT fence.id, fence.epoch, x.steps
-       FROM json_to_recordset($4::json) AS x (run_id text, steps json) JOIN fence ON fence.id = x.run_id
-     )
-     SELECT id AS run_id FROM fence`,
-  );
-}
-
-/**
- * {@link saveStepBatch} for a batch that holds one run, the usual case of a run driven alone: the
- * same fence, lock, commit level and blobs, the entry bound as it is ($4, the steps' JSON) rather
- * than read from a recordset joined to an array of runs: about 90 rather than 110 µs of the
- * server's time (measured alone, asynchronous commit). $1/$2 the run and its writer's epoch,
- * $5–$7 the blobs. The run id comes back when its steps were written.
- */
-function saveSteps(s: string): Sql {
-  return sql(
-    `WITH fence AS (
-       SELECT runs.id, runs.epoch,
-         ${STEP_COMMIT_LEVEL}
-       FROM ${s}.runs WHERE runs.id = $1 AND runs.epoch = $2
-       FOR SHARE OF runs
-     ), ${fencedBlobs(s)}
-     INSERT INTO ${s}.journal (run_id, epoch, steps)
-     SELECT fence.id, fence.epoch, $4::json FROM fence
-     RETURNING run_id`,
   );
 }
 
