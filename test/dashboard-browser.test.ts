@@ -130,5 +130,23 @@ describe.skipIf(skip !== undefined)("the dashboard in chromium", () => {
     };
     const decided = waits.waits.find((w) => w.kind === "approval");
     expect(JSON.stringify(decided)).toContain("finance-lead");
+
+    // The runs page, filtered to runs created in the last hour: the filter goes into the URL and
+    // the API call asks for runs created since an hour ago; the run just made is listed.
+    const list = await (browser as Browser).newPage({ viewport: { width: 1280, height: 1000 } });
+    try {
+      await list.goto(`${url}/#/runs`);
+      await list.getByTestId(`run-row-${run.id}`).waitFor({ timeout: 15_000 });
+      const asked = list.waitForRequest((r) => r.url().includes("/api/runs?") && r.url().includes("since="));
+      const clicked = Date.now();
+      await list.getByTestId("filter-created").selectOption("1h");
+      const since = Number(new URL((await asked).url()).searchParams.get("since"));
+      expect(since).toBeGreaterThan(clicked - 3_600_000 - 60_000);
+      expect(since).toBeLessThanOrEqual(Date.now() - 3_600_000);
+      await expect.poll(() => list.url()).toContain("created=1h");
+      await list.getByTestId(`run-row-${run.id}`).waitFor({ timeout: 15_000 });
+    } finally {
+      await list.close();
+    }
   }, 60_000);
 });

@@ -122,6 +122,22 @@ export interface RunFilter {
   workflow?: string;
   state?: string[];
   pausedReason?: string;
+  /** Runs created within this window up to now (a key of {@link CREATED_WINDOWS}). */
+  created?: string;
+}
+
+/** The "Created" filter's windows: a key kept in the URL, so a bookmark keeps meaning "the last hour". */
+export const CREATED_WINDOWS: Readonly<Record<string, { label: string; ms: number }>> = {
+  "1h": { label: "last hour", ms: 3_600_000 },
+  "24h": { label: "last 24 hours", ms: 86_400_000 },
+  "7d": { label: "last 7 days", ms: 7 * 86_400_000 },
+  "30d": { label: "last 30 days", ms: 30 * 86_400_000 },
+};
+
+/** The earliest creation time the filter lets through (epoch ms), or undefined for any. */
+export function createdSince(filter: RunFilter, now = Date.now()): number | undefined {
+  const window = filter.created === undefined ? undefined : CREATED_WINDOWS[filter.created];
+  return window === undefined ? undefined : now - window.ms;
 }
 
 export function listRuns(filter: RunFilter, cursor?: string | null, limit = 50) {
@@ -130,6 +146,8 @@ export function listRuns(filter: RunFilter, cursor?: string | null, limit = 50) 
   if (filter.workflow) q.set("workflow", filter.workflow);
   if (filter.state?.length) q.set("state", filter.state.join(","));
   if (filter.pausedReason) q.set("pausedReason", filter.pausedReason);
+  const since = createdSince(filter);
+  if (since !== undefined) q.set("since", String(since));
   q.set("limit", String(limit));
   if (cursor) q.set("cursor", cursor);
   return get<{ runs: RunRecord[]; nextCursor: string | null }>(`/api/runs?${q}`);

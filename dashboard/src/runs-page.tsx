@@ -1,7 +1,16 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
 import type { RunRecord } from "../../src/core/records.ts";
 import { PAUSED_REASONS, RUN_STATES } from "../../src/core/run-state.ts";
-import { type AgentInfo, api, type LiveStatus, listRuns, type RunFilter, subscribe } from "./api.ts";
+import {
+  type AgentInfo,
+  api,
+  CREATED_WINDOWS,
+  createdSince,
+  type LiveStatus,
+  listRuns,
+  type RunFilter,
+  subscribe,
+} from "./api.ts";
 import { Age, ErrorText, LiveDot, StateBadge, Time } from "./components.tsx";
 import { money, shortId } from "./format.ts";
 import { replaceHash, runHref, runsHref } from "./router.ts";
@@ -15,10 +24,12 @@ function filterOf(query: URLSearchParams): RunFilter {
   const workflow = query.get("workflow");
   const state = query.get("state");
   const pausedReason = query.get("pausedReason");
+  const created = query.get("created");
   if (agent) filter.agent = agent;
   if (workflow) filter.workflow = workflow;
   if (state) filter.state = state.split(",").filter(Boolean);
   if (pausedReason) filter.pausedReason = pausedReason;
+  if (created && created in CREATED_WINDOWS) filter.created = created;
   return filter;
 }
 
@@ -28,6 +39,7 @@ function queryOf(filter: RunFilter): URLSearchParams {
   if (filter.workflow) q.set("workflow", filter.workflow);
   if (filter.state?.length) q.set("state", filter.state.join(","));
   if (filter.pausedReason) q.set("pausedReason", filter.pausedReason);
+  if (filter.created) q.set("created", filter.created);
   return q;
 }
 
@@ -36,6 +48,8 @@ function matches(run: RunRecord, filter: RunFilter): boolean {
   if (filter.workflow && run.workflow !== filter.workflow) return false;
   if (filter.state?.length && !filter.state.includes(run.state)) return false;
   if (filter.pausedReason && run.pausedReason !== filter.pausedReason) return false;
+  const since = createdSince(filter);
+  if (since !== undefined && run.createdAt < since) return false;
   return true;
 }
 
@@ -300,7 +314,7 @@ function Filters(props: { filter: RunFilter; agents: AgentInfo[] | null; onChang
     const { state: _, ...rest } = filter;
     onChange(next.size ? { ...rest, state: RUN_STATES.filter((s) => next.has(s)) } : rest);
   };
-  const set = (key: "agent" | "workflow" | "pausedReason", value: string) => {
+  const set = (key: "agent" | "workflow" | "pausedReason" | "created", value: string) => {
     const next: RunFilter = { ...filter };
     if (value) next[key] = value;
     else delete next[key];
@@ -356,6 +370,21 @@ function Filters(props: { filter: RunFilter; agents: AgentInfo[] | null; onChang
           {PAUSED_REASONS.map((r) => (
             <option key={r} value={r}>
               {r}
+            </option>
+          ))}
+        </select>
+      </label>
+      <label>
+        Created
+        <select
+          value={filter.created ?? ""}
+          onChange={(e) => set("created", e.currentTarget.value)}
+          data-testid="filter-created"
+        >
+          <option value="">any time</option>
+          {Object.entries(CREATED_WINDOWS).map(([key, window]) => (
+            <option key={key} value={key}>
+              {window.label}
             </option>
           ))}
         </select>
