@@ -3,17 +3,19 @@
  * system in a database of its own that this bench creates and drops (Cairn's configurations in
  * schemas of their own in its database). Prints the machine and the server's settings, then:
  *
- * 1. Sequential: one run of N trivial steps (default 1,000) per system and round, in this process:
- *    the bare cost of one synchronous commit of a small row, Cairn's PostgresBackend with
- *    durability "machine" (and "process"), DBOS and LangGraph, each once per round in turn (default
- *    3 rounds, a warm-up run first) so that what else the shared server does falls on all of them;
- *    µs per step (median round) and p50/p90/p99, with the CPU this process and the system's server
- *    backends spent per step.
+ * 1. Sequential: one run of N trivial steps (default 1,000) per system and round: the bare cost of
+ *    one synchronous commit of a small row (in this process), Cairn's PostgresBackend with
+ *    durability "machine" (and "process"), DBOS and LangGraph, each in a child process of its own
+ *    (so that no system runs on a JIT and a heap another one shaped), each once per round in turn
+ *    (default 3 rounds, after a warm-up run of 5,000 steps, so that each is measured as the
+ *    long-running process it would be in production, not while V8 still compiles it) so that
+ *    what else the shared server does falls on all of them; µs per step (median round) and
+ *    p50/p90/p99, with the CPU the system's process and its server backends spent per step.
  * 2. Concurrent: R runs × S steps (default 50 × 20) started together; runs/s and steps/s. Cairn
  *    with 1, 2 and 4 worker processes (child Node processes, each a Runtime with a worker on the
  *    same schema; this process starts the runs with a client-only Runtime and waits until every
  *    run is COMPLETED); DBOS and LangGraph in this process, started together as their APIs allow.
- *    Median of 10 batches after a warm-up batch (on a small machine one batch differs from the next
+ *    Median of 10 batches after 5 warm-up batches (on a small machine one batch differs from the next
  *    by ±25 %), the systems' batches interleaved (each one's first, then each one's second, …) so
  *    that a noisy moment falls on all of them; with the CPU each batch took and where.
  * 3. Signal latency across processes: runs parked on `ctx.waitForSignal` in a worker process are
@@ -53,13 +55,15 @@ const { values } = parseArgs({
     pool: { type: "string", default: "10" },
     steps: { type: "string", default: "1000" },
     rounds: { type: "string", default: "3" },
-    "warm-up": { type: "string", default: "1000" },
+    "warm-up": { type: "string", default: "5000" },
     runs: { type: "string", default: "50" },
     "run-steps": { type: "string", default: "20" },
     workers: { type: "string", default: "1,2,4" },
     batches: { type: "string", default: "10" },
+    "warm-up-batches": { type: "string", default: "5" },
     signals: { type: "string", default: "200" },
     "skip-peers": { type: "boolean", default: false },
+    system: { type: "string" },
   },
 });
 
@@ -112,8 +116,15 @@ type ToParent =
   | { kind: "completed"; id: string; at: number; worker: number }
   | { kind: "sent"; id: string; calledAt: number; returnedAt: number }
   | { kind: "cpu"; ms: number }
+  | { kind: "system"; label: string }
+  | { kind: "steps"; us: number[]; cpuUs: number }
   | { kind: "error"; message: string };
-type ToChild = { kind: "clock" } | { kind: "cpu" } | { kind: "stop" } | { kind: "send"; id: string };
+type ToChild =
+  | { kind: "clock" }
+  | { kind: "cpu" }
+  | { kind: "stop" }
+  | { kind: "send"; id: string }
+  | { kind: "steps"; steps: number };
 
 /** CPU time this process has used, ms. */
 const cpuMs = () => {
@@ -167,6 +178,53 @@ async function dbosSenderRole(): Promise<void> {
     if (m.kind === "stop") void sender.close().then(() => process.exit(0));
   });
   send({ kind: "ready" });
+}
+
+/** The systems of the sequential measurement, each measured in a process of its own. */
+type SequentialSystem = "cairn-machine" | "cairn-process" | "dbos" | "langgraph-sync" | "langgraph-async";
+
+/**
+ * A process that measures one system's sequential steps: it opens the system on `--url`, says what
+ * it is, and for each request runs one run of N steps, sending
+ * back the per-step gaps and the CPU time this process spent per step (a warm-up is one such run
+ * whose figures are left out). One process per system, so
+ * that no system runs in a process whose JIT and heap another system's code shaped.
+ */
+async function sequentialRole(): Promise<void> {
+  const system = values.system as SequentialSystem;
+  const url = values.url ?? "";
+  let label: string;
+  let run: (steps: number) => Promise<number[]>;
+  let close: () => Promise<void>;
+  if (system === "cairn-machine" || system === "cairn-process") {
+    const durability = system === "cairn-machine" ? "machine" : "process";
+    const cairn = await cairnSequential(url, values.schema ?? `seq_${durability}`, durability);
+    label = `cairn PostgresBackend, durability "${durability}"`;
+    run = (n) => cairn.run(n);
+    close = () => cairn.close();
+  } else if (system === "dbos") {
+    const dbos = await ((await import(PEERS_MODULE)) as PostgresPeers).openDbos(url);
+    label = `${dbos.label}, DBOS.runStep per step`;
+    run = (n) => dbos.sequential(n, 0);
+    close = () => dbos.shutdown();
+  } else {
+    const durability = system === "langgraph-sync" ? "sync" : "async";
+    const graph = await ((await import(PEERS_MODULE)) as PostgresPeers).openLangGraph(url);
+    label = `${graph.label}, node per step, "${durability}"`;
+    run = (n) => graph.sequential(durability, n, 0);
+    close = () => graph.close();
+  }
+  process.on("message", (m: ToChild) => {
+    if (m.kind === "steps") {
+      void (async () => {
+        const cpu0 = cpuMs();
+        const us = await run(m.steps);
+        send({ kind: "steps", us, cpuUs: ((cpuMs() - cpu0) * 1000) / m.steps });
+      })().catch((error: unknown) => send({ kind: "error", message: String(error) }));
+    }
+    if (m.kind === "stop") void close().then(() => process.exit(0));
+  });
+  send({ kind: "system", label });
 }
 
 /** Imported by a computed path, so that the type-check of cairn does not need bench/peers. */
@@ -313,6 +371,7 @@ async function main(): Promise<void> {
   const RUN_STEPS = Number(values["run-steps"]);
   const WORKERS = values.workers.split(",").map(Number);
   const BATCHES = Number(values.batches);
+  const WARM_UP_BATCHES = Number(values["warm-up-batches"]);
   const SIGNALS = Number(values.signals);
   const SIGNAL_WARM_UP = 20;
   const started = performance.now();
@@ -369,12 +428,11 @@ async function main(): Promise<void> {
   serverAdmin = admin;
   try {
     const cairnUrl = await database("cairn");
+    let peerUrls: { load: PostgresPeers; dbosUrl: string; graphUrl: string } | undefined;
     if (!values["skip-peers"]) {
       try {
         const load = (await import(PEERS_MODULE)) as PostgresPeers;
-        const dbosUrl = await database("dbos");
-        const graphUrl = await database("langgraph");
-        peers = { dbos: await load.openDbos(dbosUrl), graph: await load.openLangGraph(graphUrl), dbosUrl, graphUrl };
+        peerUrls = { load, dbosUrl: await database("dbos"), graphUrl: await database("langgraph") };
       } catch (error) {
         console.log(
           `peers not measured: ${String(error).split("\n")[0]} (npm run bench:postgres installs bench/peers)\n`,
@@ -385,54 +443,59 @@ async function main(): Promise<void> {
     // 1. Sequential -----------------------------------------------------------------------------
     // Rounds, each system once per round in turn, so that what else the server does at a moment
     // (it is shared) falls on all of them; the warm-up run only in the first round.
-    const systems: { name: string; url: string; run: (steps: number) => Promise<number[]> }[] = [];
-    const cairnSeq: CairnSequential[] = [];
-    for (const durability of ["machine", "process"] as const) {
-      const cairn = await cairnSequential(cairnUrl, `seq_${durability}`, durability);
-      cairnSeq.push(cairn);
-      systems.push({
-        name: `cairn PostgresBackend, durability "${durability}"`,
-        url: cairnUrl,
-        run: (n) => cairn.run(n),
-      });
-    }
-    if (peers) {
-      const { dbos, graph, dbosUrl, graphUrl } = peers;
-      systems.push({ name: `${dbos.label}, DBOS.runStep per step`, url: dbosUrl, run: (n) => dbos.sequential(n, 0) });
-      for (const durability of ["sync", "async"] as const) {
-        systems.push({
-          name: `${graph.label}, node per step, "${durability}"`,
-          url: graphUrl,
-          run: (n) => graph.sequential(durability, n, 0),
-        });
-      }
+    // Each system in a child process of its own (sequentialRole); the bare commits in this one.
+    const systems: { name: string; url: string; child: Child }[] = [];
+    const seqSystems: [SequentialSystem, string][] = [
+      ["cairn-machine", cairnUrl],
+      ["cairn-process", cairnUrl],
+      ...(peerUrls
+        ? ([
+            ["dbos", peerUrls.dbosUrl],
+            ["langgraph-sync", peerUrls.graphUrl],
+            ["langgraph-async", peerUrls.graphUrl],
+          ] as [SequentialSystem, string][])
+        : []),
+    ];
+    for (const [system, url] of seqSystems) {
+      const child = new Child("sequential", ["--system", system, "--url", url]);
+      const { label } = await child.next("system");
+      systems.push({ name: label, url, child });
     }
     const rounds: Series[][] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      process.stderr.write(`1. sequential, round ${round + 1}/${ROUNDS}\n`);
-      const series = await bareCommits(cairnUrl, STEPS, round === 0 ? WARM_UP : 0);
-      for (const system of systems) {
-        if (round === 0) await system.run(WARM_UP);
-        (globalThis as { gc?: () => void }).gc?.();
-        const server0 = await serverCpu(databaseOf(system.url));
-        const cpu0 = cpuMs();
-        const us = await system.run(STEPS);
-        const cpuUs = ((cpuMs() - cpu0) * 1000) / STEPS;
-        const serverUs = (serverCpuSpent(server0, await serverCpu(databaseOf(system.url))) * 1000) / STEPS;
-        series.push({ name: system.name, us, cpuUs, serverUs });
+    try {
+      for (let round = 0; round < ROUNDS; round++) {
+        process.stderr.write(`1. sequential, round ${round + 1}/${ROUNDS}\n`);
+        const series = await bareCommits(cairnUrl, STEPS, round === 0 ? WARM_UP : 0);
+        for (const system of systems) {
+          const steps = (n: number) => {
+            const done = system.child.next("steps");
+            system.child.send({ kind: "steps", steps: n });
+            return done;
+          };
+          if (round === 0) await steps(WARM_UP);
+          const server0 = await serverCpu(databaseOf(system.url));
+          const { us, cpuUs } = await steps(STEPS);
+          const serverUs = (serverCpuSpent(server0, await serverCpu(databaseOf(system.url))) * 1000) / STEPS;
+          series.push({ name: system.name, us, cpuUs, serverUs });
+        }
+        rounds.push(series);
       }
-      rounds.push(series);
+    } finally {
+      for (const system of systems) await system.child.stop();
     }
-    for (const cairn of cairnSeq) await cairn.close();
+    if (peerUrls) {
+      const { load, dbosUrl, graphUrl } = peerUrls;
+      peers = { dbos: await load.openDbos(dbosUrl), graph: await load.openLangGraph(graphUrl), dbosUrl, graphUrl };
+    }
     console.log(
       `1. Sequential: one run of ${int(STEPS)} trivial steps per system and round, ${ROUNDS} rounds (each system once` +
-        ` per round, in turn; a warm-up run of ${int(WARM_UP)} first), in this process`,
+        ` per round, in turn; a warm-up run of ${int(WARM_UP)} first), each system in a process of its own`,
     );
     printSteps(rounds);
     console.log(
       "   µs/step: mean of the median round; p50/p90/p99: of the gaps between consecutive step completions, all rounds;\n" +
         "   × commit: median over rounds of the system's mean over that round's bare synchronous commit (first row);\n" +
-        "   CPU µs/step, median round: node = this process (client, runtime, driver); server = the PostgreSQL backends\n" +
+        "   CPU µs/step, median round: node = the system's process (client, runtime, driver); server = the PostgreSQL backends\n" +
         "   of the system's database (/proc, 10 ms ticks).\n" +
         "   bare commit: one INSERT of a small row into a fresh table, each its own transaction, over one pg connection.\n" +
         '   cairn "machine": one fenced journal insert per step (the result of step i rides with the start record of step i+1),\n' +
@@ -467,7 +530,7 @@ async function main(): Promise<void> {
     }
     for (const workers of WORKERS) {
       process.stderr.write(`2. concurrent: starting cairn with ${workers} worker process(es)\n`);
-      systemsConc.push(await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS));
+      systemsConc.push(await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS, WARM_UP_BATCHES));
     }
     if (peers) {
       const graph = peers.graph;
@@ -486,7 +549,8 @@ async function main(): Promise<void> {
       systemsConc.map((system) => [system, { ms: [], cpu: [] }]),
     );
     try {
-      for (const system of systemsConc) await system.batch(); // warm-up
+      // Warm-up batches (5,000 steps each by default, as the sequential warm-up), not measured.
+      for (let i = 0; i < WARM_UP_BATCHES; i++) for (const system of systemsConc) await system.batch();
       for (let i = 0; i < BATCHES; i++) {
         process.stderr.write(`2. concurrent, batch ${i + 1}/${BATCHES}\n`);
         for (const system of systemsConc) {
@@ -521,8 +585,8 @@ async function main(): Promise<void> {
       concNotes.push(`   ${system.name}: ${system.note()}`);
     }
     console.log(
-      `2. Concurrent: ${RUNS} runs × ${RUN_STEPS} steps started together; ${BATCHES} measured batches of each system after a` +
-        " warm-up batch, interleaved (each system's first batch, then each one's second, …); median batch",
+      `2. Concurrent: ${RUNS} runs × ${RUN_STEPS} steps started together; ${BATCHES} measured batches of each system after` +
+        ` ${WARM_UP_BATCHES} warm-up batches, interleaved (each system's first batch, then each one's second, …); median batch`,
     );
     printTable(["", "ms", "runs/s", "steps/s", "steps/s range", "× DBOS", "CPU in the batch (median)"], conc);
     console.log(
@@ -789,6 +853,7 @@ async function cairnConcurrent(
   workers: number,
   runs: number,
   steps: number,
+  warmUpBatches: number,
 ): Promise<ConcurrentSystem> {
   const client = new Runtime({
     agents: [bench],
@@ -830,8 +895,8 @@ async function cairnConcurrent(
     const wrong = ended.filter((r) => r.state !== "COMPLETED" || r.output !== (steps * (steps - 1)) / 2);
     if (wrong.length > 0) throw new Error(`cairn: ${wrong.length} runs not COMPLETED with the right output`);
     await reported; // the workers' messages may come after the wake-ups
-    // The warm-up batch is not counted.
-    if (batches++ === 0) done.clear();
+    // The warm-up batches are not counted.
+    if (batches++ < warmUpBatches) done.clear();
     else recorded.push(lastCompleted - startedAt);
     return { ms };
   };
@@ -842,7 +907,7 @@ async function cairnConcurrent(
     cairn: true,
     batch,
     note: () => {
-      const measured = Math.max(1, batches - 1);
+      const measured = Math.max(1, batches - warmUpBatches);
       const perWorker = spawned.map((_, i) => int((done.get(i) ?? 0) / measured)).join("/");
       return `runs per worker ${perWorker}; last COMPLETED recorded by a worker at ${fmt(median(recorded))} ms`;
     },
@@ -950,5 +1015,6 @@ async function dbosSignalLatency(dbos: DbosPeer, count: number, warmUp: number) 
 }
 
 if (values.role === "worker") await workerRole();
+else if (values.role === "sequential") await sequentialRole();
 else if (values.role === "dbos-sender") await dbosSenderRole();
 else await main();
