@@ -324,71 +324,45 @@ function Filters(props: { filter: RunFilter; agents: AgentInfo[] | null; onChang
   const any = Object.keys(filter).length > 0;
   return (
     <div class="filters" data-testid="run-filters">
-      <label>
-        Agent
-        <select
-          value={filter.agent ?? ""}
-          onChange={(e) => set("agent", e.currentTarget.value)}
-          data-testid="filter-agent"
-        >
-          <option value="">all</option>
-          {(agents ?? []).map((a) => (
-            <option key={a.name} value={a.name}>
-              {a.name}
-            </option>
-          ))}
-          {filter.agent && !agents?.some((a) => a.name === filter.agent) && (
-            <option value={filter.agent}>{filter.agent}</option>
-          )}
-        </select>
-      </label>
+      <FilterSelect
+        label="Agent"
+        value={filter.agent}
+        any="all"
+        options={[
+          ...(agents ?? []).map((a) => ({ value: a.name, label: a.name })),
+          ...(filter.agent && !agents?.some((a) => a.name === filter.agent)
+            ? [{ value: filter.agent, label: filter.agent }]
+            : []),
+        ]}
+        onChange={(value) => set("agent", value)}
+        testid="filter-agent"
+      />
       {filter.agent && (
-        <label>
-          Workflow
-          <select
-            value={filter.workflow ?? ""}
-            onChange={(e) => set("workflow", e.currentTarget.value)}
-            data-testid="filter-workflow"
-          >
-            <option value="">all</option>
-            {workflows.map((w) => (
-              <option key={w} value={w}>
-                {w}
-              </option>
-            ))}
-          </select>
-        </label>
+        <FilterSelect
+          label="Workflow"
+          value={filter.workflow}
+          any="all"
+          options={workflows.map((w) => ({ value: w, label: w }))}
+          onChange={(value) => set("workflow", value)}
+          testid="filter-workflow"
+        />
       )}
-      <label>
-        Paused reason
-        <select
-          value={filter.pausedReason ?? ""}
-          onChange={(e) => set("pausedReason", e.currentTarget.value)}
-          data-testid="filter-paused-reason"
-        >
-          <option value="">any</option>
-          {PAUSED_REASONS.map((r) => (
-            <option key={r} value={r}>
-              {r}
-            </option>
-          ))}
-        </select>
-      </label>
-      <label>
-        Created
-        <select
-          value={filter.created ?? ""}
-          onChange={(e) => set("created", e.currentTarget.value)}
-          data-testid="filter-created"
-        >
-          <option value="">any time</option>
-          {Object.entries(CREATED_WINDOWS).map(([key, window]) => (
-            <option key={key} value={key}>
-              {window.label}
-            </option>
-          ))}
-        </select>
-      </label>
+      <FilterSelect
+        label="Paused reason"
+        value={filter.pausedReason}
+        any="any"
+        options={PAUSED_REASONS.map((r) => ({ value: r, label: r }))}
+        onChange={(value) => set("pausedReason", value)}
+        testid="filter-paused-reason"
+      />
+      <FilterSelect
+        label="Created"
+        value={filter.created}
+        any="any time"
+        options={Object.entries(CREATED_WINDOWS).map(([key, window]) => ({ value: key, label: window.label }))}
+        onChange={(value) => set("created", value)}
+        testid="filter-created"
+      />
       <fieldset class="states" data-testid="filter-state">
         <legend>State</legend>
         {RUN_STATES.map((s) => (
@@ -410,5 +384,33 @@ function Filters(props: { filter: RunFilter; agents: AgentInfo[] | null; onChang
         </button>
       )}
     </div>
+  );
+}
+
+/** One filter of the runs table: a labelled select whose first option ("" = `any`) leaves it off. */
+function FilterSelect(props: {
+  label: string;
+  value: string | undefined;
+  any: string;
+  options: { value: string; label: string }[];
+  onChange: (value: string) => void;
+  testid: string;
+}) {
+  return (
+    <label>
+      {props.label}
+      <select
+        value={props.value ?? ""}
+        onChange={(e) => props.onChange(e.currentTarget.value)}
+        data-testid={props.testid}
+      >
+        <option value="">{props.any}</option>
+        {props.options.map((o) => (
+          <option key={o.value} value={o.value}>
+            {o.label}
+          </option>
+        ))}
+      </select>
+    </label>
   );
 }
