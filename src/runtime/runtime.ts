@@ -317,7 +317,7 @@ export class Runtime {
       }
       // Woken with the run when this runtime records its terminal transition: returned as is, so a
       // run interrupted by this runtime's own shutdown is reported even though it is now closed. A
-      // run this runtime recorded INTERRUPTED and recovery takes up again wakes no one.
+      // run that recovery takes up again (by this waiter's bound) is waited on.
       const ended = await new Promise<RunRecord | undefined>((resolve) => {
         const waiters = this.#waiters.get(runId) ?? new Set();
         this.#waiters.set(runId, waiters);
@@ -330,7 +330,7 @@ export class Runtime {
         const timer = setTimeout(() => done(), Math.min(poll, left));
         waiters.add(done);
       });
-      if (ended) return ended;
+      if (ended && this.#ended(ended, options.maxAutoRecoveries)) return ended;
     }
   }
 
@@ -643,8 +643,9 @@ export class Runtime {
         this.#logger.warn("transition listener threw", { error: String(error) });
       }
     }
+    // Each waiter judges by its own bound on recoveries whether this is the run's end.
     const waiters = this.#waiters.get(run.id);
-    if (waiters && ended) for (const w of [...waiters]) w(run);
+    if (waiters && isSettled(run.state)) for (const w of [...waiters]) w(run);
   }
 
   /**
