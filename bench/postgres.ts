@@ -13,8 +13,9 @@
  *    p50/p90/p99, with the CPU the system's process and its server backends spent per step.
  * 2. Concurrent: R runs × S steps (default 50 × 20) started together; runs/s and steps/s. Cairn
  *    with 1, 2 and 4 worker processes (child Node processes, each a Runtime with a worker on the
- *    same schema; this process starts the runs with a client-only Runtime and waits until every
- *    run is COMPLETED); DBOS and LangGraph in this process, started together as their APIs allow.
+ *    same schema; a client-only Runtime in another child starts the runs and waits until every run
+ *    is COMPLETED); DBOS and LangGraph each in a child process of its own, started together as their
+ *    APIs allow.
  *    Median of 10 batches after 5 warm-up batches (on a small machine one batch differs from the next
  *    by ±25 %), the systems' batches interleaved (each one's first, then each one's second, …) so
  *    that a noisy moment falls on all of them; with the CPU each batch took and where.
@@ -43,7 +44,7 @@ import { parseArgs } from "node:util";
 import { defineAgent, defineTool, Runtime, silentLogger } from "cairn";
 import { PostgresBackend } from "cairn/postgres";
 import pg from "pg";
-import type { DbosPeer, LangGraphPeer, PostgresPeers } from "./peers/postgres-peer-types.ts";
+import type { DbosPeer, PostgresPeers } from "./peers/postgres-peer-types.ts";
 
 const { values } = parseArgs({
   options: {
@@ -118,13 +119,15 @@ type ToParent =
   | { kind: "cpu"; ms: number }
   | { kind: "system"; label: string }
   | { kind: "steps"; us: number[]; cpuUs: number }
+  | { kind: "batch"; ms: number; startedAt: number }
   | { kind: "error"; message: string };
 type ToChild =
   | { kind: "clock" }
   | { kind: "cpu" }
   | { kind: "stop" }
   | { kind: "send"; id: string }
-  | { kind: "steps"; steps: number };
+  | { kind: "steps"; steps: number }
+  | { kind: "batch" };
 
 /** CPU time this process has used, ms. */
 const cpuMs = () => {
@@ -180,38 +183,53 @@ async function dbosSenderRole(): Promise<void> {
   send({ kind: "ready" });
 }
 
-/** The systems of the sequential measurement, each measured in a process of its own. */
-type SequentialSystem = "cairn-machine" | "cairn-process" | "dbos" | "langgraph-sync" | "langgraph-async";
+/**
+ * The systems measured, each in a process of its own: Cairn's sequential configurations, the
+ * client-only Runtime that starts Cairn's concurrent runs (its workers are processes of their own),
+ * DBOS and LangGraph.
+ */
+type SystemName = "cairn-machine" | "cairn-process" | "cairn-client" | "dbos" | "langgraph-sync" | "langgraph-async";
 
 /**
- * A process that measures one system's sequential steps: it opens the system on `--url`, says what
- * it is, and for each request runs one run of N steps, sending
+ * A process that measures one system: it opens the system on `--url`, says what it is (its
+ * label), and answers requests: `steps` runs one run of N steps (sequential), sending
  * back the per-step gaps and the CPU time this process spent per step (a warm-up is one such run
- * whose figures are left out). One process per system, so
- * that no system runs in a process whose JIT and heap another system's code shaped.
+ * whose figures are left out); `batch` starts `--runs` runs of `--run-steps` steps together and
+ * sends the ms until every result was in. One process per system, so that no system runs in a
+ * process whose JIT and heap another system's code shaped.
  */
-async function sequentialRole(): Promise<void> {
-  const system = values.system as SequentialSystem;
+async function systemRole(): Promise<void> {
+  const system = values.system as SystemName;
   const url = values.url ?? "";
+  const runs = Number(values.runs);
+  const runSteps = Number(values["run-steps"]);
   let label: string;
-  let run: (steps: number) => Promise<number[]>;
+  let run: (steps: number) => Promise<number[]> = () => Promise.reject(new Error(`${system}: no sequential runs`));
+  let batch: () => Promise<number> = () => Promise.reject(new Error(`${system}: no concurrent batches`));
   let close: () => Promise<void>;
-  if (system === "cairn-machine" || system === "cairn-process") {
+  if (system === "cairn-client") {
+    const client = await cairnClient(url, values.schema ?? "");
+    label = "cairn";
+    batch = () => client.batch(runs, runSteps);
+    close = () => client.close();
+  } else if (system === "cairn-machine" || system === "cairn-process") {
     const durability = system === "cairn-machine" ? "machine" : "process";
     const cairn = await cairnSequential(url, values.schema ?? `seq_${durability}`, durability);
-    label = `cairn PostgresBackend, durability "${durability}"`;
+    label = "cairn PostgresBackend";
     run = (n) => cairn.run(n);
     close = () => cairn.close();
   } else if (system === "dbos") {
     const dbos = await ((await import(PEERS_MODULE)) as PostgresPeers).openDbos(url);
-    label = `${dbos.label}, DBOS.runStep per step`;
+    label = dbos.label;
     run = (n) => dbos.sequential(n, 0);
+    batch = () => dbos.concurrent(runs, runSteps);
     close = () => dbos.shutdown();
   } else {
     const durability = system === "langgraph-sync" ? "sync" : "async";
     const graph = await ((await import(PEERS_MODULE)) as PostgresPeers).openLangGraph(url);
-    label = `${graph.label}, node per step, "${durability}"`;
+    label = graph.label;
     run = (n) => graph.sequential(durability, n, 0);
+    batch = () => graph.concurrent(durability, runs, runSteps);
     close = () => graph.close();
   }
   process.on("message", (m: ToChild) => {
@@ -222,6 +240,14 @@ async function sequentialRole(): Promise<void> {
         send({ kind: "steps", us, cpuUs: ((cpuMs() - cpu0) * 1000) / m.steps });
       })().catch((error: unknown) => send({ kind: "error", message: String(error) }));
     }
+    if (m.kind === "batch") {
+      const startedAt = now();
+      batch().then(
+        (ms) => send({ kind: "batch", ms, startedAt }),
+        (error: unknown) => send({ kind: "error", message: String(error) }),
+      );
+    }
+    if (m.kind === "cpu") send({ kind: "cpu", ms: cpuMs() });
     if (m.kind === "stop") void close().then(() => process.exit(0));
   });
   send({ kind: "system", label });
@@ -424,7 +450,7 @@ async function main(): Promise<void> {
   );
   console.log(`databases: ${prefix}_* (created now, dropped at the end)\n`);
 
-  let peers: { dbos: DbosPeer; graph: LangGraphPeer; dbosUrl: string; graphUrl: string } | undefined;
+  let peers: { dbos: DbosPeer; dbosUrl: string } | undefined;
   serverAdmin = admin;
   try {
     const cairnUrl = await database("cairn");
@@ -443,23 +469,23 @@ async function main(): Promise<void> {
     // 1. Sequential -----------------------------------------------------------------------------
     // Rounds, each system once per round in turn, so that what else the server does at a moment
     // (it is shared) falls on all of them; the warm-up run only in the first round.
-    // Each system in a child process of its own (sequentialRole); the bare commits in this one.
+    // Each system in a child process of its own (systemRole); the bare commits in this one.
     const systems: { name: string; url: string; child: Child }[] = [];
-    const seqSystems: [SequentialSystem, string][] = [
-      ["cairn-machine", cairnUrl],
-      ["cairn-process", cairnUrl],
+    const seqSystems: [SystemName, string, (label: string) => string][] = [
+      ["cairn-machine", cairnUrl, (label) => `${label}, durability "machine"`],
+      ["cairn-process", cairnUrl, (label) => `${label}, durability "process"`],
       ...(peerUrls
         ? ([
-            ["dbos", peerUrls.dbosUrl],
-            ["langgraph-sync", peerUrls.graphUrl],
-            ["langgraph-async", peerUrls.graphUrl],
-          ] as [SequentialSystem, string][])
+            ["dbos", peerUrls.dbosUrl, (label) => `${label}, DBOS.runStep per step`],
+            ["langgraph-sync", peerUrls.graphUrl, (label) => `${label}, node per step, "sync"`],
+            ["langgraph-async", peerUrls.graphUrl, (label) => `${label}, node per step, "async"`],
+          ] as [SystemName, string, (label: string) => string][])
         : []),
     ];
-    for (const [system, url] of seqSystems) {
-      const child = new Child("sequential", ["--system", system, "--url", url]);
+    for (const [system, url, name] of seqSystems) {
+      const child = new Child("system", ["--system", system, "--url", url]);
       const { label } = await child.next("system");
-      systems.push({ name: label, url, child });
+      systems.push({ name: name(label), url, child });
     }
     const rounds: Series[][] = [];
     try {
@@ -482,10 +508,6 @@ async function main(): Promise<void> {
       }
     } finally {
       for (const system of systems) await system.child.stop();
-    }
-    if (peerUrls) {
-      const { load, dbosUrl, graphUrl } = peerUrls;
-      peers = { dbos: await load.openDbos(dbosUrl), graph: await load.openLangGraph(graphUrl), dbosUrl, graphUrl };
     }
     console.log(
       `1. Sequential: one run of ${int(STEPS)} trivial steps per system and round, ${ROUNDS} rounds (each system once` +
@@ -516,33 +538,51 @@ async function main(): Promise<void> {
     // the shared machine does at a moment (a noisy neighbour, the server's checkpoints) falls on
     // all of them alike and the ratios compare batches of the same minutes.
     process.stderr.write("2. concurrent\n");
+    // Every system in processes of its own: DBOS and LangGraph each in one (systemRole), Cairn's
+    // client-only Runtime in one and its workers in theirs.
     const systemsConc: ConcurrentSystem[] = [];
-    if (peers) {
-      const dbos = peers.dbos;
+    const peerBatches = async (system: SystemName, url: string, name: (label: string) => string, note: string) => {
+      const child = new Child("system", [
+        "--system",
+        system,
+        "--url",
+        url,
+        "--runs",
+        String(RUNS),
+        "--run-steps",
+        String(RUN_STEPS),
+      ]);
+      const { label } = await child.next("system");
       systemsConc.push({
-        name: `${dbos.label}, 1 process`,
-        database: databaseOf(peers.dbosUrl),
+        name: name(label),
+        database: databaseOf(url),
+        client: child,
         workers: [],
-        batch: async () => ({ ms: await dbos.concurrent(RUNS, RUN_STEPS) }),
-        note: () => "DBOS.startWorkflow ×50, then getResult ×50; system database pool 10 (DBOS's default)",
-        close: async () => {},
+        batch: () => batchOf(child),
+        note: () => note,
+        close: () => child.stop(),
       });
+    };
+    if (peerUrls) {
+      await peerBatches(
+        "dbos",
+        peerUrls.dbosUrl,
+        (label) => `${label}, 1 process`,
+        "DBOS.startWorkflow ×50, then getResult ×50; system database pool 10 (DBOS's default)",
+      );
     }
     for (const workers of WORKERS) {
       process.stderr.write(`2. concurrent: starting cairn with ${workers} worker process(es)\n`);
       systemsConc.push(await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS, WARM_UP_BATCHES));
     }
-    if (peers) {
-      const graph = peers.graph;
+    if (peerUrls) {
       for (const durability of ["sync", "async"] as const) {
-        systemsConc.push({
-          name: `${graph.label} "${durability}", 1 process`,
-          database: databaseOf(peers.graphUrl),
-          workers: [],
-          batch: async () => ({ ms: await graph.concurrent(durability, RUNS, RUN_STEPS) }),
-          note: () => "app.invoke ×50 with distinct thread ids; PostgresSaver's pool 10 (pg's default)",
-          close: async () => {},
-        });
+        await peerBatches(
+          `langgraph-${durability}`,
+          peerUrls.graphUrl,
+          (label) => `${label} "${durability}", 1 process`,
+          "app.invoke ×50 with distinct thread ids; PostgresSaver's pool 10 (pg's default)",
+        );
       }
     }
     const measured = new Map<ConcurrentSystem, { ms: number[]; cpu: BatchCpu[] }>(
@@ -554,7 +594,7 @@ async function main(): Promise<void> {
       for (let i = 0; i < BATCHES; i++) {
         process.stderr.write(`2. concurrent, batch ${i + 1}/${BATCHES}\n`);
         for (const system of systemsConc) {
-          const b = await withCpu(system.workers, system.database, system.batch);
+          const b = await withCpu(system.client, system.workers, system.database, system.batch);
           const m = measured.get(system) as { ms: number[]; cpu: BatchCpu[] };
           m.ms.push(b.result.ms);
           m.cpu.push(b.cpu);
@@ -566,7 +606,7 @@ async function main(): Promise<void> {
     const conc: string[][] = [];
     const concNotes: string[] = [];
     const stepsPerS = (ms: number) => (RUNS * RUN_STEPS) / (ms / 1000);
-    const dbosMs = peers ? measured.get(systemsConc[0] as ConcurrentSystem)?.ms : undefined;
+    const dbosMs = peerUrls ? measured.get(systemsConc[0] as ConcurrentSystem)?.ms : undefined;
     const dbosStepsPerS = dbosMs ? stepsPerS(median(dbosMs)) : Number.NaN;
     const cairnStepsPerS: number[] = [];
     for (const system of systemsConc) {
@@ -591,12 +631,13 @@ async function main(): Promise<void> {
     printTable(["", "ms", "runs/s", "steps/s", "steps/s range", "× DBOS", "CPU in the batch (median)"], conc);
     console.log(
       "   ms: from starting the first run to the last result seen by the process that started them (median batch).\n" +
-        `   cairn: a client-only Runtime in this process (runtime.run ×${RUNS}, then runtime.waitFor ×${RUNS}); the runs are\n` +
+        `   cairn: a client-only Runtime in a process of its own (runtime.run ×${RUNS}, then runtime.waitFor ×${RUNS}); the runs are\n` +
         `   claimed and driven by child worker processes (Runtime with a worker, concurrency ${RUNS}, pool ${POOL} each).\n` +
         "   What the runs of one process ask for in the same turn of the event loop shares a statement: the client's\n" +
         "   creations, each worker's claims, its RUNNING and ending transitions, and its step writes (one fenced journal\n" +
         "   insert and one commit per round of steps of all its runs; a run's last results ride with its COMPLETED).\n" +
-        "   CPU: ms used in the batch by this process and by the worker processes; machine: busy share of all cores\n" +
+        "   Each system in processes of its own: DBOS and LangGraph one each, Cairn its client's and its workers'.\n" +
+        "   CPU: ms used in the batch by the process that started the runs and by the worker processes; machine: busy share of all cores\n" +
         "   (every process on the machine, the PostgreSQL server and anything else running, included).",
     );
     for (const note of concNotes) console.log(note);
@@ -611,6 +652,9 @@ async function main(): Promise<void> {
 
     // 3. Signals --------------------------------------------------------------------------------
     process.stderr.write("3. signals\n");
+    // DBOS in this process now (its workflows wait in DBOS.recv here), once its measuring processes
+    // are gone: two DBOS runtimes on one system database would recover each other's workflows.
+    if (peerUrls) peers = { dbos: await peerUrls.load.openDbos(peerUrls.dbosUrl), dbosUrl: peerUrls.dbosUrl };
     console.log(
       `3. Signal latency across processes: ${SIGNALS} runs parked, signalled one at a time (after ${SIGNAL_WARM_UP} not measured)`,
     );
@@ -651,7 +695,6 @@ async function main(): Promise<void> {
     );
     console.log(`total ${((performance.now() - started) / 1000).toFixed(0)} s`);
   } finally {
-    await peers?.graph.close().catch(() => undefined);
     await peers?.dbos.shutdown().catch(() => undefined);
     await cleanUp();
   }
@@ -710,8 +753,12 @@ interface BatchCpu {
   busy: number;
 }
 
-/** Runs `batch`, measuring the CPU it used here, in `workers`, and on the whole machine. */
+/**
+ * Runs `batch`, measuring the CPU it used in `client` (the process that starts the runs), in
+ * `workers`, on the server and on the whole machine.
+ */
 async function withCpu<T>(
+  client: Child,
   workers: Child[],
   database: string,
   batch: () => Promise<T>,
@@ -720,12 +767,12 @@ async function withCpu<T>(
   const before = {
     server: await serverCpu(database),
     workers: await workersCpu(),
-    self: cpuMs(),
+    self: await client.cpu(),
     machine: machineCpu(),
   };
   const result = await batch();
   const machine = machineCpu();
-  const self = cpuMs() - before.self;
+  const self = (await client.cpu()) - before.self;
   const cpu = {
     self,
     workers: (await workersCpu()) - before.workers,
@@ -831,12 +878,14 @@ interface ConcurrentSystem {
   name: string;
   /** The database whose server backends' CPU a batch counts. */
   database: string;
-  /** Its worker processes, whose CPU a batch counts. */
+  /** The process that starts the runs and waits for their results. */
+  client: Child;
+  /** Its worker processes (Cairn's), whose CPU a batch counts too. */
   workers: Child[];
   /** Cairn's configurations, compared with DBOS for the goal. */
   cairn?: boolean;
   /** One batch: ms until the process that started the runs saw every result. */
-  batch: () => Promise<{ ms: number }>;
+  batch: () => Promise<{ ms: number; startedAt: number }>;
   /** What the table's note says of it, once every batch ran. */
   note: () => string;
   close: () => Promise<void>;
@@ -847,6 +896,40 @@ interface ConcurrentSystem {
  * waits for them. Each batch checks every run COMPLETED with the right output; `close` checks the
  * journal holds every step of every batch once, then stops the workers.
  */
+/** One batch of the system in `child`: ms until it saw every result, and when it started (shared clock). */
+async function batchOf(child: Child): Promise<{ ms: number; startedAt: number }> {
+  const done = child.next("batch");
+  child.send({ kind: "batch" });
+  const { ms, startedAt } = await done;
+  return { ms, startedAt };
+}
+
+/**
+ * Cairn's client for the concurrent batches (in a `system` process of its own): a client-only
+ * Runtime on `schema` that starts the runs and waits for each result, checking every output.
+ */
+async function cairnClient(url: string, schema: string) {
+  const client = new Runtime({
+    agents: [bench],
+    backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
+    logger: silentLogger,
+    worker: false,
+  });
+  await client.start();
+  return {
+    async batch(runs: number, steps: number): Promise<number> {
+      const t0 = performance.now();
+      const handles = await Promise.all(Array.from({ length: runs }, () => client.run(bench, "steps", { n: steps })));
+      const ended = await Promise.all(handles.map((h) => client.waitFor(h.id)));
+      const ms = performance.now() - t0;
+      const wrong = ended.filter((r) => r.state !== "COMPLETED" || r.output !== (steps * (steps - 1)) / 2);
+      if (wrong.length > 0) throw new Error(`cairn: ${wrong.length} runs not COMPLETED with the right output`);
+      return ms;
+    },
+    close: () => client.shutdown(),
+  };
+}
+
 async function cairnConcurrent(
   url: string,
   schema: string,
@@ -855,13 +938,20 @@ async function cairnConcurrent(
   steps: number,
   warmUpBatches: number,
 ): Promise<ConcurrentSystem> {
-  const client = new Runtime({
-    agents: [bench],
-    backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
-    logger: silentLogger,
-    worker: false,
-  });
-  await client.start(); // applies the migrations before the workers start
+  // The client first: its Runtime applies the migrations before the workers start.
+  const client = new Child("system", [
+    "--system",
+    "cairn-client",
+    "--url",
+    url,
+    "--schema",
+    schema,
+    "--runs",
+    String(runs),
+    "--run-steps",
+    String(steps),
+  ]);
+  await client.next("system");
   const spawned = Array.from(
     { length: workers },
     (_, i) =>
@@ -887,22 +977,17 @@ async function cairnConcurrent(
     const reported = new Promise<void>((resolve) => {
       allReported = resolve;
     });
-    const startedAt = now();
-    const t0 = performance.now();
-    const handles = await Promise.all(Array.from({ length: runs }, () => client.run(bench, "steps", { n: steps })));
-    const ended = await Promise.all(handles.map((h) => client.waitFor(h.id)));
-    const ms = performance.now() - t0;
-    const wrong = ended.filter((r) => r.state !== "COMPLETED" || r.output !== (steps * (steps - 1)) / 2);
-    if (wrong.length > 0) throw new Error(`cairn: ${wrong.length} runs not COMPLETED with the right output`);
+    const { ms, startedAt } = await batchOf(client);
     await reported; // the workers' messages may come after the wake-ups
     // The warm-up batches are not counted.
     if (batches++ < warmUpBatches) done.clear();
     else recorded.push(lastCompleted - startedAt);
-    return { ms };
+    return { ms, startedAt };
   };
   return {
     name: `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}`,
     database: databaseOf(url),
+    client,
     workers: spawned,
     cairn: true,
     batch,
@@ -917,7 +1002,7 @@ async function cairnConcurrent(
         if (journaled !== runs * steps * batches) throw new Error(`cairn: ${journaled} steps journaled`);
       } finally {
         await Promise.all(spawned.map((c) => c.stop()));
-        await client.shutdown();
+        await client.stop();
       }
     },
   };
@@ -1015,6 +1100,6 @@ async function dbosSignalLatency(dbos: DbosPeer, count: number, warmUp: number) 
 }
 
 if (values.role === "worker") await workerRole();
-else if (values.role === "sequential") await sequentialRole();
+else if (values.role === "system") await systemRole();
 else if (values.role === "dbos-sender") await dbosSenderRole();
 else await main();
