@@ -904,11 +904,8 @@ async function batchOf(child: Child): Promise<{ ms: number; startedAt: number }>
   return { ms, startedAt };
 }
 
-/**
- * Cairn's client for the concurrent batches (in a `system` process of its own): a client-only
- * Runtime on `schema` that starts the runs and waits for each result, checking every output.
- */
-async function cairnClient(url: string, schema: string) {
+/** A started client-only Runtime on `schema` (it applies the migrations). */
+async function clientRuntime(url: string, schema: string): Promise<Runtime> {
   const client = new Runtime({
     agents: [bench],
     backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
@@ -916,6 +913,15 @@ async function cairnClient(url: string, schema: string) {
     worker: false,
   });
   await client.start();
+  return client;
+}
+
+/**
+ * Cairn's client for the concurrent batches (in a `system` process of its own): a client-only
+ * Runtime on `schema` that starts the runs and waits for each result, checking every output.
+ */
+async function cairnClient(url: string, schema: string) {
+  const client = await clientRuntime(url, schema);
   return {
     async batch(runs: number, steps: number): Promise<number> {
       const t0 = performance.now();
@@ -1033,13 +1039,7 @@ interface SignalFigures {
 
 /** Parks runs in a worker process, signals them one at a time from this process. */
 async function cairnSignalLatency(url: string, schema: string, count: number, warmUp: number): Promise<SignalFigures> {
-  const client = new Runtime({
-    agents: [bench],
-    backend: new PostgresBackend({ connectionString: url, schema, max: POOL }),
-    logger: silentLogger,
-    worker: false,
-  });
-  await client.start();
+  const client = await clientRuntime(url, schema);
   const worker = new Child("worker", ["--url", url, "--schema", schema]);
   try {
     await worker.next("ready");
