@@ -135,9 +135,9 @@ export const CREATED_WINDOWS: Readonly<Record<string, { label: string; ms: numbe
 };
 
 /** The earliest creation time the filter lets through (epoch ms), or undefined for any. */
-export function createdSince(filter: RunFilter, now = Date.now()): number | undefined {
+export function createdSince(filter: RunFilter): number | undefined {
   const window = filter.created === undefined ? undefined : CREATED_WINDOWS[filter.created];
-  return window === undefined ? undefined : now - window.ms;
+  return window === undefined ? undefined : Date.now() - window.ms;
 }
 
 export function listRuns(filter: RunFilter, cursor?: string | null, limit = 50) {

@@ -2,13 +2,7 @@ import type { Budget } from "../core/budget.ts";
 import { RunEndedError } from "../core/errors.ts";
 import type { RunEvent } from "../core/events.ts";
 import type { EffectRecord, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
-import {
-  awaitsRecovery,
-  DEFAULT_MAX_AUTO_RECOVERIES,
-  isSettled,
-  type PausedReason,
-  type RunState,
-} from "../core/run-state.ts";
+import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, type PausedReason, type RunState } from "../core/run-state.ts";
 import type { RunContract } from "../runtime/run-contract.ts";
 import type { JobSpec } from "../runtime/runtime-options.ts";
 import type { Role } from "../server/auth.ts";
@@ -319,7 +313,7 @@ export class CairnClient {
     const bound = options.maxAutoRecoveries ?? DEFAULT_MAX_AUTO_RECOVERIES;
     for (;;) {
       const run = await this.getRun(runId);
-      if (isSettled(run.state) && !awaitsRecovery(run, bound)) return run;
+      if (hasOutcome(run, bound)) return run;
       if (Date.now() >= deadline) {
         throw new CairnHttpError(`run ${runId} is still ${run.state} after ${options.timeoutMs} ms`, {
           code: "WAIT_TIMEOUT",

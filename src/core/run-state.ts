@@ -89,6 +89,14 @@ export function awaitsRecovery(run: { state: RunState; recoveries: number }, max
   return run.state === "INTERRUPTED" && run.recoveries < maxAutoRecoveries;
 }
 
+/**
+ * True when a run has an outcome for whoever waits for it: it settled, and it is not an
+ * INTERRUPTED run that automatic recovery takes up again ({@link awaitsRecovery}).
+ */
+export function hasOutcome(run: { state: RunState; recoveries: number }, maxAutoRecoveries: number): boolean {
+  return isSettled(run.state) && !awaitsRecovery(run, maxAutoRecoveries);
+}
+
 /** True for a string that names a run state. */
 export function isRunState(value: string): value is RunState {
   return (RUN_STATES as readonly string[]).includes(value);

@@ -19,7 +19,7 @@ import { parseWorkflowInput } from "../core/input-schema.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
-import { awaitsRecovery, DEFAULT_MAX_AUTO_RECOVERIES, isSettled, OWNED_STATES } from "../core/run-state.ts";
+import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled, OWNED_STATES } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
@@ -653,12 +653,12 @@ export class Runtime {
    * automatic recovery takes up again — unless this runtime is shutting down, and so will not.
    */
   #ended(run: RunRecord, maxAutoRecoveries?: number): boolean {
-    if (!isSettled(run.state)) return false;
+    if (this.#closed) return isSettled(run.state);
     const bound =
       maxAutoRecoveries ??
       (this.#options.worker === false ? undefined : this.#options.worker?.maxAutoRecoveries) ??
       DEFAULT_MAX_AUTO_RECOVERIES;
-    return this.#closed || !awaitsRecovery(run, bound);
+    return hasOutcome(run, bound);
   }
 
   #agent(name: string): AgentDefinition {
