@@ -407,8 +407,15 @@ export const RUN_COLUMNS = [
   "updated_at",
 ] as const;
 
-/** The values of {@link RUN_COLUMNS} for a run. */
-export function runValues(run: RunRecord): unknown[] {
+/**
+ * The values of {@link RUN_COLUMNS} for a run. With `before` (the run as loaded), a JSON column
+ * whose value is the very object `before` holds is left unserialized (`undefined`, SQL NULL):
+ * the planners copy a run with spread, so such a value did not change, and a statement that
+ * writes only the changed JSON columns (PostgreSQL's `writePlan`) keeps the stored one. A run's
+ * input, meta and versions never change, and need not be sent again with each transition.
+ */
+export function runValues(run: RunRecord, before?: RunRecord): unknown[] {
+  const kept = (field: keyof RunRecord) => before !== undefined && before[field] === run[field];
   return [
     run.id,
     run.agent,
@@ -416,23 +423,23 @@ export function runValues(run: RunRecord): unknown[] {
     run.key,
     run.state,
     run.pausedReason,
-    JSON.stringify(run.input),
-    encode(run.output),
-    encode(run.error),
+    kept("input") ? undefined : JSON.stringify(run.input),
+    kept("output") ? undefined : encode(run.output),
+    kept("error") ? undefined : encode(run.error),
     run.epoch,
     run.leaseOwner,
     run.leaseExpiresAt,
     run.recoveries,
     run.lastTransitionId,
-    JSON.stringify(run.versions),
-    JSON.stringify(run.meta),
+    kept("versions") ? undefined : JSON.stringify(run.versions),
+    kept("meta") ? undefined : JSON.stringify(run.meta),
     run.parentRunId,
     run.parentClosePolicy,
-    encode(run.stopRequest),
+    kept("stopRequest") ? undefined : encode(run.stopRequest),
     run.continuedFrom,
     run.continuedTo,
-    encode(run.usage),
-    encode(run.acceptance),
+    kept("usage") ? undefined : encode(run.usage),
+    kept("acceptance") ? undefined : encode(run.acceptance),
     run.createdAt,
     run.updatedAt,
   ];

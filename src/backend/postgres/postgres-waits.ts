@@ -258,7 +258,10 @@ export async function applyPlan(
   }
   if (runs.length > 0) await ctx.query(ctx.statements.writePlan, planParams(ctx, { runs }, loaded));
   const written = await ctx.query<{ id: string }>(ctx.statements.insertRuns, [
-    recordsetJson(created.map(runValues), RUN_COLUMNS),
+    recordsetJson(
+      created.map((run) => runValues(run)),
+      RUN_COLUMNS,
+    ),
   ]);
   if (written.length !== created.length) {
     const ids = created.map((r) => r.id).join(", ");
@@ -300,11 +303,12 @@ function planParams(
   loaded: Loaded,
 ) {
   // The planners copy a run with spread, so a JSON value they did not change is the very object
-  // loaded: comparing references finds what changed without serializing anything.
+  // loaded: comparing references finds what changed without serializing anything, and what did
+  // not change is neither serialized nor sent (`runValues` with `before`).
   const runRows = (part.runs ?? []).map((run) => {
     const before = loaded.get(run.id);
     const changed = RUN_JSON_COLUMNS.map((c) => before === undefined || before[JSON_FIELDS[c]] !== run[JSON_FIELDS[c]]);
-    return [...runValues(run), ...changed];
+    return [...runValues(run, before), ...changed];
   });
   // One row per key (the last one wins), since one upsert may not touch a row twice.
   const waits = new Map((part.waits ?? []).map((w) => [`${w.runId}\u0000${w.id}`, w]));
