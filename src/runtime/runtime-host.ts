@@ -11,6 +11,7 @@ import type { RetryPolicy } from "../core/retry-policy.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
 import type { McpTools } from "../mcp/mcp.ts";
+import { breathe } from "./breather.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
 
@@ -115,23 +116,4 @@ export function createEnvelopeHost(options: {
     emit: (event) => options.emit(run.id, event),
     log: (level, message, fields) => logger[level](message, fields),
   };
-}
-
-/** How long this process runs steps back to back before letting the event loop turn. */
-const BUSY_MS = 5;
-let busySince = performance.now();
-
-/**
- * A macrotask turn (setImmediate: after pending I/O, without a timer's minimum delay) once steps
- * have run for `BUSY_MS` without one; shared by every run of the process.
- */
-function breathe(): Promise<void> | undefined {
-  const now = performance.now();
-  if (now - busySince < BUSY_MS) return undefined;
-  return new Promise((resolve) =>
-    setImmediate(() => {
-      busySince = performance.now();
-      resolve();
-    }),
-  );
 }
