@@ -52,9 +52,12 @@ export interface RuntimeBackend {
   /**
    * Optional: claims up to `limit` runnable runs at once, oldest first, under the same rules as
    * `claimRun` (without `runId`), in one transaction. Two concurrent claims never get the same run.
-   * A worker uses it, when a backend has it, to fill its free slots in one round trip.
+   * A worker uses it, when a backend has it, to fill its free slots in one round trip. With
+   * `start`, each claimed run that is PENDING also goes RUNNING in that transaction, as
+   * `transition` would record it (fenced by the epoch the claim gave); a run whose transition the
+   * rules refuse comes back claimed, without one.
    */
-  claimRuns?(request: Omit<ClaimRequest, "runId"> & { limit: number }): Promise<RunRecord[]>;
+  claimRuns?(request: ClaimManyRequest): Promise<ClaimedRun[]>;
   /**
    * Extends the leases a worker holds. Returns the ids whose lease was lost (epoch moved on or
    * owner changed); the worker must drop those runs.
@@ -262,6 +265,24 @@ export interface ClaimRequest {
    * hosting different agents can share one database. All agents when omitted.
    */
   agents?: readonly string[];
+}
+
+/** What `claimRuns` needs. */
+export interface ClaimManyRequest extends Omit<ClaimRequest, "runId"> {
+  /** Most runs claimed. */
+  limit: number;
+  /**
+   * The PENDING -> RUNNING transition of a claimed PENDING run, recorded in the claim's
+   * transaction (at the claim's `now`): what the worker would otherwise ask of `transition` next,
+   * with one round trip and one commit fewer.
+   */
+  start?: (run: RunRecord) => Pick<TransitionRequest, "actor" | "reason" | "versions">;
+}
+
+/** A run `claimRuns` claimed, and its RUNNING transition when the claim recorded one (`start`). */
+export interface ClaimedRun {
+  run: RunRecord;
+  started?: TransitionRecord;
 }
 
 /** What `renewLeases` needs. */

@@ -242,17 +242,23 @@ export class Worker {
 
   async #claimLoop(): Promise<void> {
     const claimRuns = this.#deps.backend.claimRuns?.bind(this.#deps.backend);
-    // A backend that claims in batches fills every free slot in one round trip.
+    // A backend that claims in batches fills every free slot in one round trip, and records the
+    // RUNNING transitions of the PENDING runs it claims in the same transaction.
     while (claimRuns && !this.#stopped && this.#active.size < this.#opts.concurrency) {
-      const runs = await claimRuns({
+      const claimed = await claimRuns({
         workerId: this.id,
         now: Date.now(),
         leaseMs: this.#opts.leaseMs,
         agents: this.#deps.agentNames,
         limit: this.#opts.concurrency - this.#active.size,
+        start: (run) => ({
+          actor: { kind: "worker", id: this.id },
+          reason: this.#startReason(run),
+          versions: this.#deps.versions(run),
+        }),
       });
-      for (const run of runs) this.#drive(run);
-      if (runs.length === 0) return;
+      for (const { run, started } of claimed) this.#drive(run, started);
+      if (claimed.length === 0) return;
     }
     while (!this.#stopped && this.#active.size < this.#opts.concurrency) {
       const run = await this.#deps.backend.claimRun({
@@ -266,10 +272,11 @@ export class Worker {
     }
   }
 
-  #drive(run: RunRecord): void {
+  /** Drives a claimed run; `started` is its RUNNING transition when the claim recorded it. */
+  #drive(run: RunRecord, started?: TransitionRecord): void {
     const active: Active = { run, envelope: undefined, done: Promise.resolve(), stop: undefined };
     this.#active.set(run.id, active);
-    active.done = this.#execute(active)
+    active.done = this.#execute(active, started)
       .catch((error: unknown) => {
         if (error instanceof LeaseLostError || error instanceof RuntimeClosedError) {
           this.#deps.logger.warn(`dropped run ${run.id}: ${(error as Error).message}`);
@@ -293,11 +300,13 @@ export class Worker {
       });
   }
 
-  async #execute(active: Active): Promise<void> {
+  async #execute(active: Active, recorded?: TransitionRecord): Promise<void> {
     const claimedRun = active.run;
+    /** The state the run was claimed in (PENDING when the claim recorded its RUNNING transition). */
+    const claimedIn = recorded?.from ?? claimedRun.state;
     const agent = this.#deps.agent(claimedRun.agent);
     const actor: Actor = { kind: "worker", id: this.id };
-    if (claimedRun.state === "CANCELLING") {
+    if (claimedIn === "CANCELLING") {
       // Cancelled while paused, or its worker was lost while cancelling: finish the cancellation.
       const journal = await this.#deps.backend.loadSteps(claimedRun.id);
       await this.#endCancelled(active, cancellationEvidence.fromJournal(journal));
@@ -307,20 +316,21 @@ export class Worker {
     // ones in force now, and the transition says so.
     const policies = this.#deps.versions(claimedRun).policy;
     const changed =
-      claimedRun.state !== "PENDING" && agent && claimedRun.versions.policy !== policies
+      claimedIn !== "PENDING" && agent && claimedRun.versions.policy !== policies
         ? `; policies changed since the run started (${claimedRun.versions.policy ?? "none"} -> ${policies ?? "none"}), the ones in force now apply to its next calls`
         : "";
-    const started = await this.#transition(claimedRun, {
-      to: "RUNNING",
-      actor,
-      reason: `${
-        claimedRun.state === "PENDING"
-          ? `claimed by worker ${this.id}`
-          : claimedRun.state === "RECONCILING"
-            ? `reconciled; resumed from checkpoint by worker ${this.id}`
-            : `resumed from checkpoint by worker ${this.id}`
-      }${changed}`,
-    });
+    let started: RunRecord;
+    if (recorded) {
+      // The claim recorded PENDING -> RUNNING already (claimRuns with `start`).
+      started = claimedRun;
+      this.#deps.onTransition(recorded, started);
+    } else {
+      started = await this.#transition(claimedRun, {
+        to: "RUNNING",
+        actor,
+        reason: `${this.#startReason(claimedRun)}${changed}`,
+      });
+    }
     active.run = started;
     if (!agent) {
       await this.#transition(started, {
@@ -355,7 +365,7 @@ export class Worker {
     }
     // A run claimed in PENDING has never run: no step or wait can have been written (each is
     // written under a lease of a RUNNING run), so its first execution reads nothing.
-    let fresh = claimedRun.state === "PENDING";
+    let fresh = claimedIn === "PENDING";
     for (;;) {
       const [journal, waits] = fresh
         ? [[], []]
@@ -566,6 +576,13 @@ export class Worker {
         await this.#finish(active, { kind: "stopped", reason });
       },
     };
+  }
+
+  /** The reason of a claimed run's move to RUNNING, by the state it was claimed in. */
+  #startReason(run: RunRecord): string {
+    if (run.state === "PENDING") return `claimed by worker ${this.id}`;
+    if (run.state === "RECONCILING") return `reconciled; resumed from checkpoint by worker ${this.id}`;
+    return `resumed from checkpoint by worker ${this.id}`;
   }
 
   async #transition(

@@ -16,6 +16,7 @@ import {
   fullStep,
   LEASE_MS,
   move,
+  newRun,
   pausedRun,
   runInput,
   runningRun,
@@ -310,14 +311,68 @@ describe("PostgresBackend", () => {
     for (const run of stored ?? []) expect(run.leaseOwner).toBe(owners.get(run.id));
   });
 
+  it("claims with start: the PENDING runs go RUNNING in the claim's transaction, a run claimed in another state does not", async () => {
+    const backend = await open();
+    const fresh = [await newRun(backend, { at: T0 }), await newRun(backend, { at: T0 + 1 })];
+    // A run whose worker was lost: INTERRUPTED, then RESUMING with its lease let go.
+    const lost = await runningRun(backend, { now: T0 + 2, overrides: { at: T0 + 2 } });
+    const { run: interrupted } = await backend.transition(
+      move(lost, "RUNNING", "INTERRUPTED", { patch: { releaseLease: true } }),
+    );
+    await backend.transition(move(interrupted, "INTERRUPTED", "RESUMING"));
+    const seen: string[] = [];
+    const claimed = await backend.claimRuns({
+      workerId: "w2",
+      now: T0 + 5_000,
+      leaseMs: LEASE_MS,
+      limit: 10,
+      start: (run) => {
+        seen.push(run.id);
+        return {
+          actor: { kind: "worker", id: "w2" },
+          reason: `claimed by worker w2 (${run.state})`,
+          versions: VERSIONS,
+        };
+      },
+    });
+    expect(claimed.map((c) => c.run.id)).toEqual([...fresh.map((r) => r.id), lost.id]);
+    expect(seen).toEqual(fresh.map((r) => r.id));
+    for (const [i, { run, started }] of claimed.slice(0, 2).entries()) {
+      expect([run.state, run.leaseOwner, run.epoch, run.lastTransitionId]).toEqual(["RUNNING", "w2", 1, 2]);
+      expect(started).toMatchObject({
+        runId: fresh[i]?.id,
+        id: 2,
+        from: "PENDING",
+        to: "RUNNING",
+        at: T0 + 5_000,
+        actor: { kind: "worker", id: "w2" },
+        reason: "claimed by worker w2 (PENDING)",
+      });
+      expect(await backend.listTransitions(run.id)).toEqual([expect.objectContaining({ to: "PENDING" }), started]);
+      expect(await backend.getRun(run.id)).toEqual(run);
+    }
+    // The run claimed in RESUMING is leased, not moved: its worker records RUNNING itself.
+    const resumed = claimed[2];
+    expect(resumed?.started).toBeUndefined();
+    expect([resumed?.run.state, resumed?.run.leaseOwner]).toEqual(["RESUMING", "w2"]);
+    // The RUNNING runs are fenced by the claim's epoch like any: a step under it is stored.
+    const [first] = claimed;
+    await backend.saveSteps([startedStep(first?.run.id ?? "", 1, first?.run.epoch ?? 0)], {
+      epoch: first?.run.epoch ?? 0,
+      sync: true,
+    });
+    expect((await backend.loadSteps(first?.run.id ?? "")).map((step) => step.seq)).toEqual([1]);
+  });
+
   it("claims in batches: oldest first, each of 100 runs to exactly one of 4 pools claiming 7 at a time", async () => {
     const schema = db.schema();
     const pools = [await open({ schema, max: 3 })];
     for (let i = 1; i < 4; i++) pools.push(await open({ schema, max: 3 }));
     const ids: string[] = [];
     for (let i = 0; i < 100; i++) ids.push((await pools[0]?.createRun(runInput({ at: T0 + i })))?.run.id ?? "");
-    const first =
-      (await pools[0]?.claimRuns({ workerId: "first", now: T0 + 1_000, leaseMs: LEASE_MS, limit: 3 })) ?? [];
+    const first = (
+      (await pools[0]?.claimRuns({ workerId: "first", now: T0 + 1_000, leaseMs: LEASE_MS, limit: 3 })) ?? []
+    ).map((c) => c.run);
     expect(first.map((r) => r.id)).toEqual(ids.slice(0, 3));
     expect(first.map((r) => [r.leaseOwner, r.epoch, r.leaseExpiresAt])).toEqual(
       Array(3).fill(["first", 1, T0 + 1_000 + LEASE_MS]),
@@ -326,7 +381,8 @@ describe("PostgresBackend", () => {
       pools.map(async (backend, p) => {
         const mine: RunRecord[] = [];
         for (;;) {
-          const runs = await backend.claimRuns({ workerId: `p${p}`, now: T0 + 1_000, leaseMs: LEASE_MS, limit: 7 });
+          const claimed = await backend.claimRuns({ workerId: `p${p}`, now: T0 + 1_000, leaseMs: LEASE_MS, limit: 7 });
+          const runs = claimed.map((c) => c.run);
           if (runs.length === 0) return mine;
           expect(runs.length).toBeLessThanOrEqual(7);
           mine.push(...runs);

@@ -9,6 +9,8 @@ import type {
   WaitRecord,
 } from "../../core/records.ts";
 import type {
+  ClaimedRun,
+  ClaimManyRequest,
   ClaimRequest,
   CreateRunInput,
   CreateRunResult,
@@ -58,7 +60,7 @@ import {
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
-import { type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
+import { applyTransitions, type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
 import {
   deliverSignalIn,
   fireDueIn,
@@ -322,19 +324,51 @@ export class PostgresBackend implements RuntimeBackend {
     });
   }
 
-  async claimRuns(request: Omit<ClaimRequest, "runId"> & { limit: number }): Promise<RunRecord[]> {
+  async claimRuns(request: ClaimManyRequest): Promise<ClaimedRun[]> {
     const pool = this.#ready();
     if (!(request.limit >= 1)) return [];
-    // One statement: pick the oldest runnable runs other claimers are not locking, and lease them.
-    return this.#db.call("claimRuns", async () => {
-      const rows = await this.#db.query<RunRow>(pool, this.#s.claimMany, [
-        request.now,
-        request.agents ?? null,
-        request.limit,
-        request.workerId,
-        request.now + request.leaseMs,
-      ]);
-      return rows.map(rowToRun).sort((a, b) => a.createdAt - b.createdAt || (a.id < b.id ? -1 : 1));
+    // One statement picks the oldest runnable runs other claimers are not locking, and leases them.
+    const params = [
+      request.now,
+      request.agents ?? null,
+      request.limit,
+      request.workerId,
+      request.now + request.leaseMs,
+    ];
+    const oldestFirst = (a: ClaimedRun, b: ClaimedRun) =>
+      a.run.createdAt - b.run.createdAt || (a.run.id < b.run.id ? -1 : 1);
+    const { start } = request;
+    if (!start) {
+      return this.#db.call("claimRuns", async () => {
+        const rows = await this.#db.query<RunRow>(pool, this.#s.claimMany, params);
+        return rows.map((row) => ({ run: rowToRun(row) })).sort(oldestFirst);
+      });
+    }
+    // With `start`, in one transaction: the claim locks the runs it leases, and the PENDING ones
+    // go RUNNING against those rows (no second lock, no second commit).
+    return this.#db.transaction(pool, "claimRuns", async (client) => {
+      const ctx = this.#context(client);
+      const runs = (await ctx.query<RunRow>(this.#s.claimMany, params)).map(rowToRun);
+      const pending = runs.filter((run) => run.state === "PENDING");
+      const requests = pending.map(
+        (run): TransitionRequest => ({
+          runId: run.id,
+          from: "PENDING",
+          to: "RUNNING",
+          at: request.now,
+          fence: { epoch: run.epoch },
+          ...start(run),
+        }),
+      );
+      const outcomes = requests.length === 0 ? [] : await applyTransitions(ctx, requests, runs, []);
+      const started = new Map<string, TransitionOutcome>();
+      for (const outcome of outcomes) if (outcome.ok) started.set(outcome.value.run.id, outcome.value);
+      return runs
+        .map((run): ClaimedRun => {
+          const outcome = started.get(run.id);
+          return outcome ? { run: outcome.run, started: outcome.transition } : { run };
+        })
+        .sort(oldestFirst);
     });
   }
 

@@ -35,15 +35,31 @@ export async function transitionsIn(
   if (new Set(ids).size !== ids.length) throw new RangeError("a batch of transitions names a run twice");
   const ending = requests.filter((r) => hasEnded(r.to)).map((r) => r.runId);
   const rows = (await ctx.query<RunRow>(ctx.statements.lockTransitioning, [ids, ending])).map(rowToRun);
-  const view = new Map(rows.map((run) => [run.id, run]));
-  const waits = new Map<string, WaitRecord>();
+  const waits: WaitRecord[] = [];
   if (ending.length > 0) {
+    const view = new Map(rows.map((run) => [run.id, run]));
     const parents = ending.map((id) => view.get(id)?.parentRunId ?? null);
     for (const row of await ctx.query<WaitRow>(ctx.statements.loadEndWaitsOf, [ending, parents])) {
-      const wait = rowToWait(row);
-      waits.set(waitKey(wait), wait);
+      waits.push(rowToWait(row));
     }
   }
+  return applyTransitions(ctx, requests, rows, waits);
+}
+
+/**
+ * Steps 3 and 4 of {@link transitionsIn}: plans `requests` against `rows` (every run they name,
+ * and for those into an ended state their parents and open children, all locked by this
+ * transaction) and `waits` (the ending runs' open waits and their parents' child waits on them),
+ * and writes the plans that pass as one. `claimRuns` calls it with the runs its claim locked.
+ */
+export async function applyTransitions(
+  ctx: PlanContext,
+  requests: readonly TransitionRequest[],
+  rows: readonly RunRecord[],
+  loadedWaits: readonly WaitRecord[],
+): Promise<Settled<TransitionOutcome>[]> {
+  const view = new Map(rows.map((run) => [run.id, run]));
+  const waits = new Map(loadedWaits.map((wait) => [waitKey(wait), wait]));
   const plan = new Plan();
   /** The steps that ride with the transitions planned, under the epochs those transitions leave. */
   const writes: RidingSteps[] = [];
