@@ -94,13 +94,6 @@ export class Worker {
   #closing: RuntimeClosedError | undefined;
   #claiming: Promise<void> | undefined;
   #claimAgain = false;
-  /**
-   * Whether runnable runs may be waiting that this worker has not asked for: its last batch claim
-   * filled every slot it asked to fill, or found none free. False after a batch claim that came
-   * back short: every run that becomes runnable after it wakes the worker (the backend's wake-ups),
-   * so a slot that frees up need not ask again.
-   */
-  #backlog = true;
   #stopped = true;
   /** The due time the timer is armed for, and its cancel function. */
   #dueAt = Number.POSITIVE_INFINITY;
@@ -251,15 +244,13 @@ export class Worker {
     const claimRuns = this.#deps.backend.claimRuns?.bind(this.#deps.backend);
     // A backend that claims in batches fills every free slot in one round trip, and records the
     // RUNNING transitions of the PENDING runs it claims in the same transaction.
-    this.#backlog = true;
     while (claimRuns && !this.#stopped && this.#active.size < this.#opts.concurrency) {
-      const limit = this.#opts.concurrency - this.#active.size;
       const claimed = await claimRuns({
         workerId: this.id,
         now: Date.now(),
         leaseMs: this.#opts.leaseMs,
         agents: this.#deps.agentNames,
-        limit,
+        limit: this.#opts.concurrency - this.#active.size,
         start: (run) => ({
           actor: { kind: "worker", id: this.id },
           reason: this.#startReason(run),
@@ -267,10 +258,7 @@ export class Worker {
         }),
       });
       for (const { run, started } of claimed) this.#drive(run, started);
-      if (claimed.length < limit) {
-        this.#backlog = false;
-        return;
-      }
+      if (claimed.length === 0) return;
     }
     while (!this.#stopped && this.#active.size < this.#opts.concurrency) {
       const run = await this.#deps.backend.claimRun({
@@ -308,8 +296,7 @@ export class Worker {
       .finally(() => {
         clearTimeout(active.graceTimer);
         this.#active.delete(run.id);
-        // A slot is free: look for runs only if some may be waiting (see #backlog).
-        if (this.#backlog || !this.#deps.backend.subscribe) this.poke();
+        this.poke();
       });
   }
 
