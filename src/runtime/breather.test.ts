@@ -1,46 +1,74 @@
-import { setImmediate as nextTurn } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
 import { breather } from "./breather.ts";
 
+/** A breather on clocks the test sets: `clock.now` and `clock.idle` in ms. */
+function testBreather() {
+  const clock = { now: 0, idle: 0 };
+  const breathe = breather(5, { now: () => clock.now, idle: () => clock.idle });
+  return { clock, breathe };
+}
+
 describe("breather", () => {
-  it("lets the event loop turn once the steps of one turn have run for the limit", async () => {
-    let clock = 0;
-    const breathe = breather(5, () => clock);
+  it("lets the event loop turn once the process has been busy for the limit", async () => {
+    const { clock, breathe } = testBreather();
     expect(breathe()).toBeUndefined();
-    clock = 4.9;
+    clock.now = 4.9;
     expect(breathe()).toBeUndefined();
     // It resolves on a turn of the event loop, after what was queued for that turn before it.
     const order: string[] = [];
     setImmediate(() => order.push("queued before"));
-    clock = 5;
+    clock.now = 5;
     const pause = breathe();
     expect(pause).toBeInstanceOf(Promise);
     queueMicrotask(() => order.push("microtask"));
     await pause?.then(() => order.push("resumed"));
     expect(order).toEqual(["microtask", "queued before", "resumed"]);
-    // The next turn counts afresh from its first step.
-    clock = 7;
-    expect(breathe()).toBeUndefined();
-    clock = 11.9;
-    expect(breathe()).toBeUndefined();
-    clock = 12;
-    expect(breathe()).toBeInstanceOf(Promise);
   });
 
-  it("does not count the time the process waited between turns (a round of steps after a database wait is not cut)", async () => {
-    let clock = 0;
-    const breathe = breather(5, () => clock);
+  it("does not count the time the loop was idle (a round of steps after a database wait is not cut)", () => {
+    const { clock, breathe } = testBreather();
     expect(breathe()).toBeUndefined();
-    clock = 1;
+    clock.now = 1;
     expect(breathe()).toBeUndefined();
-    // The runs wait on I/O for longer than the limit; then a round of fifty steps starts.
-    await nextTurn();
-    clock = 40;
+    // The runs wait on I/O for longer than the limit (the loop idle); then a round of fifty steps.
+    clock.now = 40;
+    clock.idle = 38;
     const round: (Promise<void> | undefined)[] = [];
     for (let i = 0; i < 50; i++) {
       round.push(breathe());
-      clock += 0.05;
+      clock.now += 0.05;
     }
     expect(round.filter((pause) => pause !== undefined)).toHaveLength(0);
+    // The count started with the round: 5 ms into it, the next step waits for a turn.
+    clock.now = 45;
+    expect(breathe()).toBeInstanceOf(Promise);
+  });
+
+  it("once the limit is reached, yields before every step until the loop is idle again", () => {
+    const { clock, breathe } = testBreather();
+    breathe();
+    clock.now = 6;
+    // Runs that never wait: after their turns (no idle time between), each step yields again.
+    for (let i = 0; i < 3; i++) {
+      expect(breathe()).toBeInstanceOf(Promise);
+      clock.now += 0.5;
+    }
+    clock.idle = 0.01;
+    expect(breathe()).toBeUndefined();
+    clock.now += 4;
+    expect(breathe()).toBeUndefined();
+  });
+
+  it("reads the process's event loop by default: busy time is counted, waiting is not", async () => {
+    const { breathe: processBreathe } = await import("./breather.ts");
+    // Waiting on a timer leaves the loop idle: the next step starts a new count.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(processBreathe()).toBeUndefined();
+    // Busy for more than the limit without a turn: the next step waits for one.
+    const until = performance.now() + 6;
+    while (performance.now() < until) {
+      // busy
+    }
+    expect(processBreathe()).toBeInstanceOf(Promise);
   });
 });

@@ -4,30 +4,45 @@
  * not hold up HTTP responses, timers and the other runs for its whole length.
  */
 
+/** The clocks a breather reads: now, and how long the event loop has been idle (both in ms). */
+export interface BreatherClock {
+  now(): number;
+  /**
+   * The event loop's idle time so far: it grows only while the loop waits for I/O or a timer
+   * with nothing else to do (`performance.eventLoopUtilization().idle`).
+   */
+  idle(): number;
+}
+
+const processClock: BreatherClock = {
+  now: () => performance.now(),
+  idle: () => performance.eventLoopUtilization().idle,
+};
+
 /**
- * Makes a `breathe`: undefined while the steps of the current turn of the event loop have run
- * for less than `busyMs`, else a promise that resolves on the next turn (setImmediate: after
- * pending I/O, without a timer's minimum delay). Time is counted from the first call of a turn,
- * not from the last turn this function asked for: a worker whose runs wait on the database
- * between rounds of steps starts every round afresh. Counted from the last turn asked for, the
- * wait before a round counted too, and a round that crossed the limit halfway was cut in two —
- * the runs after the cut missed the round's group commit and took one of their own from then on.
- * `now` is a clock in ms (tests pass their own).
+ * Makes a `breathe`: undefined while the process has been busy for less than `busyMs` since the
+ * event loop was last idle, else a promise that resolves on the next turn of the loop
+ * (setImmediate: after pending I/O, without a timer's minimum delay). Busy time is counted from
+ * the first call after the loop was idle: a worker whose runs wait on the database between rounds
+ * of steps starts every round afresh. (Counted from the last turn this function asked for, the
+ * wait before a round counted too, and a round that crossed the limit halfway was cut in two — the
+ * runs after the cut missed the round's group commit and took one of their own from then on.)
+ * Once the limit is reached, every call yields until the loop is idle again: runs that never wait
+ * take one step each per turn, in turn, and I/O is served between turns.
  */
-export function breather(busyMs: number, now: () => number = () => performance.now()): () => Promise<void> | undefined {
-  /** When the first step of this turn called, or undefined when none has yet. */
-  let turnStart: number | undefined;
+export function breather(busyMs: number, clock: BreatherClock = processClock): () => Promise<void> | undefined {
+  /** When the process last started being busy, and the loop's idle time then. */
+  let busySince: number | undefined;
+  let idleThen = 0;
   return () => {
-    const at = now();
-    if (turnStart === undefined) {
-      turnStart = at;
-      // Runs when this turn is over (before any step that waits for the next one goes on).
-      setImmediate(() => {
-        turnStart = undefined;
-      });
+    const at = clock.now();
+    const idle = clock.idle();
+    if (busySince === undefined || idle > idleThen) {
+      busySince = at;
+      idleThen = idle;
       return undefined;
     }
-    if (at - turnStart < busyMs) return undefined;
+    if (at - busySince < busyMs) return undefined;
     return new Promise((resolve) => setImmediate(resolve));
   };
 }
