@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
-import type { TransitionRequest } from "../src/backend/backend.ts";
+import type { ClaimManyRequest, TransitionRequest } from "../src/backend/backend.ts";
 import { forEachBackend, intercept } from "./helpers/backends.ts";
 import { deferred, forever, until, untilState } from "./helpers/runtime-helpers.ts";
 
@@ -56,15 +56,24 @@ forEachBackend((under) => {
 
     it("stops a run whose envelope is built after the shutdown began (slow backend)", async () => {
       // The worker hears of its RUNNING transition's commit a while after it, as across a slow
-      // network. (The slow call was loadSteps until the worker stopped reading the empty journal
-      // of a run claimed from PENDING.)
+      // network: the transition's own, or the claim's that recorded it (claimRuns with start,
+      // PostgreSQL). (The slow call was loadSteps until the worker stopped reading the empty
+      // journal of a run claimed from PENDING.)
       const inner = under.backend();
+      const claimRuns = inner.claimRuns?.bind(inner);
       const backend = intercept(inner, {
         async transition(request: TransitionRequest) {
           const done = await inner.transition(request);
           if (request.to === "RUNNING") await sleep(200);
           return done;
         },
+        ...(claimRuns && {
+          async claimRuns(request: ClaimManyRequest) {
+            const claimed = await claimRuns(request);
+            if (claimed.some((c) => c.started)) await sleep(200);
+            return claimed;
+          },
+        }),
       });
       let entered = false;
       const agent = defineAgent({

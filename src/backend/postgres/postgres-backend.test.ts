@@ -334,7 +334,7 @@ describe("PostgresBackend", () => {
     const buffersRead = async (text: string, values: unknown[]) => {
       const { rows } = await db.query(`EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${text}`, values);
       type Plan = { "Shared Hit Blocks": number; "Shared Read Blocks": number; "Actual Rows": number };
-      const [root] = rows[0]?.["QUERY PLAN"] as { Plan: Plan }[];
+      const [root] = (rows[0]?.["QUERY PLAN"] ?? []) as { Plan: Plan }[];
       return {
         blocks: (root?.Plan["Shared Hit Blocks"] ?? 0) + (root?.Plan["Shared Read Blocks"] ?? 0),
         rows: root?.Plan["Actual Rows"],
