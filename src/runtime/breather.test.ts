@@ -44,18 +44,21 @@ describe("breather", () => {
     expect(breathe()).toBeInstanceOf(Promise);
   });
 
-  it("once the limit is reached, yields before every step until the loop is idle again", () => {
+  it("starts a new count for each run that waited for a turn", async () => {
     const { clock, breathe } = testBreather();
     expect(breathe()).toBeUndefined();
     clock.now = 6;
-    // Runs that never wait: after their turns (no idle time between), each step yields again.
-    for (let i = 0; i < 3; i++) {
-      expect(breathe()).toBeInstanceOf(Promise);
-      clock.now += 0.5;
-    }
-    clock.idle = 0.01;
+    // Two runs that never wait reach the limit: each waits for a turn, then has the limit again.
+    const first = breathe();
+    const second = breathe();
+    expect([first, second].every((pause) => pause instanceof Promise)).toBe(true);
+    await first;
+    clock.now = 10;
     expect(breathe()).toBeUndefined();
-    clock.now += 4;
+    clock.now = 11;
+    expect(breathe()).toBeInstanceOf(Promise);
+    await second;
+    clock.now = 15;
     expect(breathe()).toBeUndefined();
   });
 

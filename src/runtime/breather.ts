@@ -20,30 +20,36 @@ const processClock: BreatherClock = {
 };
 
 /**
- * Makes a `breathe`: undefined while the process has been busy for less than `busyMs` since the
- * event loop was last idle, else a promise that resolves on the next turn of the loop
- * (setImmediate: after pending I/O, without a timer's minimum delay). Busy time is counted from
- * the first call after the loop was idle: a worker whose runs wait on the database between rounds
- * of steps starts every round afresh. (Counted from the last turn this function asked for, the
- * wait before a round counted too, and a round that crossed the limit halfway was cut in two — the
- * runs after the cut missed the round's group commit and took one of their own from then on.)
- * Once the limit is reached, every call yields until the loop is idle again: runs that never wait
- * take one step each per turn, in turn, and I/O is served between turns.
+ * Makes a `breathe`: undefined while the process has been busy for less than `busyMs`, else a
+ * promise that resolves on the next turn of the event loop (setImmediate: after pending I/O,
+ * without a timer's minimum delay). Busy time is counted from when the event loop was last idle,
+ * or from the last turn this function gave, whichever is later: a worker whose runs wait on the
+ * database between rounds of steps starts every round afresh. (Counted from the last turn given
+ * alone, as it was, the wait before a round counted too, and a round that crossed the limit
+ * halfway was cut in two — the runs after the cut missed the round's group commit and took one
+ * of their own from then on.) Each run that waited for a turn starts a count of its own, so runs
+ * that never wait take the limit each, in turn.
  */
 export function breather(busyMs: number, clock: BreatherClock = processClock): () => Promise<void> | undefined {
-  /** When the process last started being busy, and the loop's idle time then. */
+  /** When the count began, and the loop's idle time then. */
   let busySince: number | undefined;
   let idleThen = 0;
+  const begin = () => {
+    busySince = clock.now();
+    idleThen = clock.idle();
+  };
   return () => {
-    const at = clock.now();
-    const idle = clock.idle();
-    if (busySince === undefined || idle > idleThen) {
-      busySince = at;
-      idleThen = idle;
+    if (busySince === undefined || clock.idle() > idleThen) {
+      begin();
       return undefined;
     }
-    if (at - busySince < busyMs) return undefined;
-    return new Promise((resolve) => setImmediate(resolve));
+    if (clock.now() - busySince < busyMs) return undefined;
+    return new Promise((resolve) =>
+      setImmediate(() => {
+        begin();
+        resolve();
+      }),
+    );
   };
 }
 
