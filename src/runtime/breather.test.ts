@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { breather } from "./breather.ts";
+import { breather, breathe as processBreathe } from "./breather.ts";
 
 /** A breather on clocks the test sets: `clock.now` and `clock.idle` in ms. */
 function testBreather() {
@@ -63,7 +63,6 @@ describe("breather", () => {
   });
 
   it("reads the process's event loop by default: busy time is counted, waiting is not", async () => {
-    const { breathe: processBreathe } = await import("./breather.ts");
     // Waiting on a timer leaves the loop idle: the next step starts a new count.
     await new Promise((resolve) => setTimeout(resolve, 20));
     expect(processBreathe()).toBeUndefined();
