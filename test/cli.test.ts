@@ -44,6 +44,48 @@ describe("cairn CLI", () => {
     expect(r.stdout).toMatch(new RegExp(`${runId}\\s+report_builder/build\\s+COMPLETED`));
   });
 
+  it("lists the runs created since a time, of one agent, with `runs --since` and `--agent`", async () => {
+    const file = join(dir, "since.db");
+    const backend = new SqliteBackend({ path: file });
+    await backend.init();
+    const now = Date.now();
+    const make = async (id: string, agent: string, ago: number) =>
+      backend.createRun({
+        id,
+        agent,
+        workflow: "build",
+        key: null,
+        input: {},
+        versions: { workflow: "v1", policy: null, runtime: "0.1.0" },
+        meta: {},
+        actor: { kind: "user", id: "test" },
+        reason: "started by test",
+        at: now - ago,
+      });
+    await make("run_two_days_old", "report_builder", 2 * 86_400_000);
+    await make("run_two_hours_old", "report_builder", 2 * 3_600_000);
+    await make("run_ten_minutes_old", "report_builder", 10 * 60_000);
+    await make("run_other_agent", "other_agent", 60_000);
+    await backend.close();
+    const listed = (r: { stdout: string }) => [...r.stdout.matchAll(/^(run_\w+)/gm)].map((m) => m[1]);
+    const hour = await cairn(["runs", "--since", "1h", "--db", file]);
+    expect(hour.code).toBe(0);
+    expect(listed(hour)).toEqual(["run_other_agent", "run_ten_minutes_old"]);
+    const day = await cairn(["runs", "--since", "1d", "--agent", "report_builder", "--db", file]);
+    expect(listed(day)).toEqual(["run_ten_minutes_old", "run_two_hours_old"]);
+    const date = new Date(now - 3 * 86_400_000).toISOString();
+    expect(listed(await cairn(["runs", "--since", date, "--limit", "3", "--db", file]))).toEqual([
+      "run_other_agent",
+      "run_ten_minutes_old",
+      "run_two_hours_old",
+    ]);
+    const none = await cairn(["runs", "--since", "5m", "--agent", "report_builder", "--db", file]);
+    expect(none.stdout).toMatch(/^no runs of agent report_builder, created since \d{4}-\d{2}-\d{2}T/m);
+    const bad = await cairn(["runs", "--since", "yesterday", "--db", file]);
+    expect(bad.code).toBe(2);
+    expect(bad.stderr).toContain('--since "yesterday" is neither a window back from now');
+  });
+
   it("shows the run's transitions and steps with `show`", async () => {
     const r = await cairn(["show", runId, "--db", db]);
     expect(r.code).toBe(0);

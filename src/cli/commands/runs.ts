@@ -1,3 +1,4 @@
+import type { RunFilter } from "../../backend/backend.ts";
 import type { RunRecord } from "../../core/records.ts";
 import { isRunState } from "../../core/run-state.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
@@ -13,9 +14,12 @@ import { childRunIds, pausedLines } from "../waits.ts";
 export const runsCommand: Command = {
   name: "runs",
   summary: "list runs, newest first",
-  usage: "cairn runs [--state <state>] [--limit <n>] [--db <path> | --database-url <url> [--schema <name>]]",
+  usage:
+    "cairn runs [--state <state>] [--agent <name>] [--since <when>] [--limit <n>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "--state    only runs in this state (e.g. PAUSED, INTERRUPTED, COMPLETED; any case)",
+    "--agent    only runs of this agent",
+    "--since    only runs created since then: a window back from now (30m, 24h, 7d) or a date and time (2026-12-01, 2026-12-01T09:30Z)",
     "--limit    how many runs to list (default 20)",
     "A RUNNING run whose worker is gone is marked (worker gone): `cairn resume <id>` continues it.",
     "Under each PAUSED run, one line per thing it waits for: a question (`cairn answer`), an approval",
@@ -23,7 +27,13 @@ export const runsCommand: Command = {
     "or a retry with its due time, a child run; `cairn show <id>` has the details and command lines.",
   ],
   positionals: [],
-  options: { state: { type: "string" }, limit: { type: "string" }, ...DATABASE_OPTIONS },
+  options: {
+    state: { type: "string" },
+    agent: { type: "string" },
+    since: { type: "string" },
+    limit: { type: "string" },
+    ...DATABASE_OPTIONS,
+  },
   async run({ values }, io) {
     const stateText = values.state as string | undefined;
     const state = stateText?.toUpperCase();
@@ -33,15 +43,23 @@ export const runsCommand: Command = {
       );
     }
     const limit = parseLimit(values.limit as string | undefined);
+    const now = Date.now();
+    const since = values.since === undefined ? undefined : parseSince(values.since as string, now);
+    const agent = values.agent as string | undefined;
     const database = chooseDatabase(values);
     const runtime = cliRuntime(undefined, await database.open({ create: false }), "client");
     try {
-      const runs = await runtime.listRuns({ ...(state !== undefined && { state }), limit });
+      const filter = { ...(state !== undefined && { state }), ...(agent !== undefined && { agent }) };
+      const runs = await newestSince(runtime, filter, since, limit);
       if (runs.length === 0) {
-        io.out(`no runs${state ? ` in state ${state}` : ""} in ${database.label}`);
+        const which = [
+          state && `in state ${state}`,
+          agent && `of agent ${agent}`,
+          since !== undefined && `created since ${new Date(since).toISOString()}`,
+        ].filter(Boolean);
+        io.out(`no runs${which.length > 0 ? ` ${which.join(", ")}` : ""} in ${database.label}`);
         return 0;
       }
-      const now = Date.now();
       const rows = runs.map((run) => {
         const lost =
           run.leaseOwner !== null &&
@@ -86,6 +104,45 @@ async function waitingOn(runtime: Runtime, run: RunRecord, now: number): Promise
     if (child) childStates.set(id, stateLabel(child));
   }
   return pausedLines(run, waits, { childStates, now });
+}
+
+/** The newest runs of `filter` created at or after `since` (all, without it), at most `limit`. */
+async function newestSince(
+  runtime: Runtime,
+  filter: RunFilter,
+  since: number | undefined,
+  limit: number,
+): Promise<RunRecord[]> {
+  if (since === undefined) return runtime.listRuns({ ...filter, limit });
+  // Newest first: the first run older than `since` ends the list.
+  const runs: RunRecord[] = [];
+  for (let offset = 0; ; offset += PAGE) {
+    const page = await runtime.listRuns({ ...filter, limit: PAGE, offset });
+    for (const run of page) {
+      if (run.createdAt < since || runs.length === limit) return runs;
+      runs.push(run);
+    }
+    if (page.length < PAGE) return runs;
+  }
+}
+
+/** Runs read per query while looking for those created since a time. */
+const PAGE = 200;
+
+/** Milliseconds per unit of a `--since` window. */
+const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
+
+/** `--since`: a window back from `now` (`30m`, `24h`, `7d`) or a date and time; epoch ms. */
+export function parseSince(text: string, now: number): number {
+  const window = /^(\d+)([mhd])$/.exec(text.trim());
+  if (window) return now - Number(window[1]) * (UNITS[window[2] as string] as number);
+  const at = /^\d{4}-\d{2}-\d{2}/.test(text.trim()) ? Date.parse(text.trim()) : Number.NaN;
+  if (Number.isNaN(at)) {
+    throw usageError(
+      `--since "${text}" is neither a window back from now (a whole number of minutes, hours or days: 30m, 24h, 7d) nor a date and time (2026-12-01, 2026-12-01T09:30Z)`,
+    );
+  }
+  return at;
 }
 
 function parseLimit(text: string | undefined): number {
