@@ -133,10 +133,11 @@ const PAGE = 200;
 const UNITS: Record<string, number> = { m: 60_000, h: 3_600_000, d: 86_400_000 };
 
 /** `--since`: a window back from `now` (`30m`, `24h`, `7d`) or a date and time; epoch ms. */
-export function parseSince(text: string, now: number): number {
-  const window = /^(\d+)([mhd])$/.exec(text.trim());
+function parseSince(text: string, now: number): number {
+  const given = text.trim();
+  const window = /^(\d+)([mhd])$/.exec(given);
   if (window) return now - Number(window[1]) * (UNITS[window[2] as string] as number);
-  const at = /^\d{4}-\d{2}-\d{2}/.test(text.trim()) ? Date.parse(text.trim()) : Number.NaN;
+  const at = /^\d{4}-\d{2}-\d{2}/.test(given) ? Date.parse(given) : Number.NaN;
   if (Number.isNaN(at)) {
     throw usageError(
       `--since "${text}" is neither a window back from now (a whole number of minutes, hours or days: 30m, 24h, 7d) nor a date and time (2026-12-01, 2026-12-01T09:30Z)`,
