@@ -272,11 +272,21 @@ export interface ClaimManyRequest extends Omit<ClaimRequest, "runId"> {
   /** Most runs claimed. */
   limit: number;
   /**
-   * The PENDING -> RUNNING transition of a claimed PENDING run, recorded in the claim's
-   * transaction (at the claim's `now`): what the worker would otherwise ask of `transition` next,
-   * with one round trip and one commit fewer.
+   * The PENDING -> RUNNING transition of a claimed PENDING run, recorded by the claim itself (at
+   * the claim's `now`): what the worker would otherwise ask of `transition` next, with one round
+   * trip and one commit fewer. A PENDING run whose agent `versions` does not name comes back
+   * leased and not started, as may any run the backend cannot start in the claim; the worker then
+   * records RUNNING itself.
    */
-  start?: (run: RunRecord) => Pick<TransitionRequest, "actor" | "reason" | "versions">;
+  start?: ClaimStart;
+}
+
+/** What `claimRuns` records for each PENDING run it starts: {@link ClaimManyRequest.start}. */
+export interface ClaimStart {
+  actor: Actor;
+  reason: string;
+  /** The versions a run of each agent starts under, keyed by agent name. */
+  versions: Readonly<Record<string, Versions>>;
 }
 
 /** A run `claimRuns` claimed, and its RUNNING transition when the claim recorded one (`start`). */

@@ -154,7 +154,7 @@ export class Runtime {
               agentBudget: (agent) => this.#agents.get(agent)?.budget,
             });
           },
-          versions: (run) => this.#versions(run.agent),
+          versions: (agent) => this.#versions(agent),
           onTransition: (t, run) => this.#emit(t, run),
           clock: this.clock,
           newRunId,

@@ -5,7 +5,7 @@ import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { CancelledError, LeaseLostError, RuntimeClosedError, StorageError } from "../core/errors.ts";
 import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
-import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal } from "../core/run-state.ts";
+import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal, type RunState } from "../core/run-state.ts";
 import { serializeError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
@@ -62,7 +62,8 @@ export interface WorkerDeps {
   /** The agents this worker can run: it claims runs of these only. */
   agentNames: readonly string[];
   host(run: RunRecord, envelope: () => WorkflowEnvelope): EnvelopeHost;
-  versions(run: RunRecord): Versions;
+  /** The versions a run of `agent` runs under now. */
+  versions(agent: string): Versions;
   onTransition(transition: TransitionRecord, run: RunRecord): void;
   /** The clock of timers and wait timeouts. */
   clock: Clock;
@@ -251,11 +252,11 @@ export class Worker {
         leaseMs: this.#opts.leaseMs,
         agents: this.#deps.agentNames,
         limit: this.#opts.concurrency - this.#active.size,
-        start: (run) => ({
+        start: {
           actor: { kind: "worker", id: this.id },
-          reason: this.#startReason(run),
-          versions: this.#deps.versions(run),
-        }),
+          reason: this.#startReason("PENDING"),
+          versions: Object.fromEntries(this.#deps.agentNames.map((agent) => [agent, this.#deps.versions(agent)])),
+        },
       });
       for (const { run, started } of claimed) this.#drive(run, started);
       if (claimed.length === 0) return;
@@ -314,7 +315,7 @@ export class Worker {
     }
     // Policies are checked on resume: a run that started under other policies goes on under the
     // ones in force now, and the transition says so.
-    const policies = this.#deps.versions(claimedRun).policy;
+    const policies = this.#deps.versions(claimedRun.agent).policy;
     const changed =
       claimedIn !== "PENDING" && agent && claimedRun.versions.policy !== policies
         ? `; policies changed since the run started (${claimedRun.versions.policy ?? "none"} -> ${policies ?? "none"}), the ones in force now apply to its next calls`
@@ -328,7 +329,7 @@ export class Worker {
       started = await this.#transition(claimedRun, {
         to: "RUNNING",
         actor,
-        reason: `${this.#startReason(claimedRun)}${changed}`,
+        reason: `${this.#startReason(claimedRun.state)}${changed}`,
       });
     }
     active.run = started;
@@ -398,7 +399,7 @@ export class Worker {
           pausedReason: outcome.pausedReason,
           actor,
           reason: outcome.reason,
-          versions: this.#deps.versions(started),
+          versions: this.#deps.versions(started.agent),
           at: this.#deps.clock.now(),
         });
         if (result.paused) {
@@ -453,7 +454,7 @@ export class Worker {
           workflow: run.workflow,
           key: run.key,
           input: outcome.input,
-          versions: this.#deps.versions(run),
+          versions: this.#deps.versions(run.agent),
           meta: run.meta,
           actor,
           reason: `continues run ${run.id}`,
@@ -579,9 +580,9 @@ export class Worker {
   }
 
   /** The reason of a claimed run's move to RUNNING, by the state it was claimed in. */
-  #startReason(run: RunRecord): string {
-    if (run.state === "PENDING") return `claimed by worker ${this.id}`;
-    if (run.state === "RECONCILING") return `reconciled; resumed from checkpoint by worker ${this.id}`;
+  #startReason(claimedIn: RunState): string {
+    if (claimedIn === "PENDING") return `claimed by worker ${this.id}`;
+    if (claimedIn === "RECONCILING") return `reconciled; resumed from checkpoint by worker ${this.id}`;
     return `resumed from checkpoint by worker ${this.id}`;
   }
 
@@ -599,7 +600,7 @@ export class Worker {
     const result = await this.#deps.backend.transition({
       runId: run.id,
       from: run.state,
-      versions: this.#deps.versions(run),
+      versions: this.#deps.versions(run.agent),
       at: Date.now(),
       fence,
       ...change,

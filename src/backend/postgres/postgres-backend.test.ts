@@ -27,6 +27,7 @@ import {
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
 import { largeJson } from "../conformance/steps-conformance.ts";
+import { applyTransition } from "../transition-rules.ts";
 import { PostgresBackend, type PostgresBackendOptions } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";
@@ -352,50 +353,72 @@ describe("PostgresBackend", () => {
     expect(waits.blocks).toBeLessThan((await pages("waits")) / 2);
   });
 
-  it("claims with start: the PENDING runs go RUNNING in the claim's transaction, a run claimed in another state does not", async () => {
+  it("claims with start: the PENDING runs go RUNNING in the claim's statement, as the shared rule moves them; other runs are leased only", async () => {
     const backend = await open();
     const fresh = [await newRun(backend, { at: T0 }), await newRun(backend, { at: T0 + 1 })];
+    // A PENDING run of an agent the claim names no versions for.
+    const unnamed = await newRun(backend, { at: T0 + 2, agent: "other_agent" });
     // A run whose worker was lost: INTERRUPTED, then RESUMING with its lease let go.
-    const lost = await runningRun(backend, { now: T0 + 2, overrides: { at: T0 + 2 } });
+    const lost = await runningRun(backend, { now: T0 + 3, overrides: { at: T0 + 3 } });
     const { run: interrupted } = await backend.transition(
       move(lost, "RUNNING", "INTERRUPTED", { patch: { releaseLease: true } }),
     );
     await backend.transition(move(interrupted, "INTERRUPTED", "RESUMING"));
-    const seen: string[] = [];
-    const claimed = await backend.claimRuns({
-      workerId: "w2",
-      now: T0 + 5_000,
-      leaseMs: LEASE_MS,
-      limit: 10,
-      start: (run) => {
-        seen.push(run.id);
-        return {
-          actor: { kind: "worker", id: "w2" },
-          reason: `claimed by worker w2 (${run.state})`,
-          versions: VERSIONS,
-        };
-      },
-    });
-    expect(claimed.map((c) => c.run.id)).toEqual([...fresh.map((r) => r.id), lost.id]);
-    expect(seen).toEqual(fresh.map((r) => r.id));
+    const otherVersions = { ...VERSIONS, workflow: "wf-other" };
+    const start = {
+      actor: { kind: "worker", id: "w2" } as const,
+      reason: "claimed by worker w2",
+      versions: { report_builder: VERSIONS, unused: otherVersions },
+    };
+    const now = T0 + 5_000;
+    const claimed = await backend.claimRuns({ workerId: "w2", now, leaseMs: LEASE_MS, limit: 10, start });
+    expect(claimed.map((c) => c.run.id)).toEqual([...fresh.map((r) => r.id), unnamed.id, lost.id]);
     for (const [i, { run, started }] of claimed.slice(0, 2).entries()) {
-      expect([run.state, run.leaseOwner, run.epoch, run.lastTransitionId]).toEqual(["RUNNING", "w2", 1, 2]);
-      expect(started).toMatchObject({
-        runId: fresh[i]?.id,
-        id: 2,
+      // What `transition` would have written for the same move, by the rule every backend shares.
+      const leased = { ...(fresh[i] as RunRecord), epoch: 1, leaseOwner: "w2", leaseExpiresAt: now + LEASE_MS };
+      const expected = applyTransition(leased, {
+        runId: leased.id,
         from: "PENDING",
         to: "RUNNING",
-        at: T0 + 5_000,
-        actor: { kind: "worker", id: "w2" },
-        reason: "claimed by worker w2 (PENDING)",
+        at: now,
+        fence: { epoch: 1 },
+        actor: start.actor,
+        reason: start.reason,
+        versions: VERSIONS,
       });
+      expect(run).toEqual(expected.run);
+      expect(started).toEqual(expected.transition);
       expect(await backend.listTransitions(run.id)).toEqual([expect.objectContaining({ to: "PENDING" }), started]);
       expect(await backend.getRun(run.id)).toEqual(run);
     }
-    // The run claimed in RESUMING is leased, not moved: its worker records RUNNING itself.
-    const resumed = claimed[2];
-    expect(resumed?.started).toBeUndefined();
-    expect([resumed?.run.state, resumed?.run.leaseOwner]).toEqual(["RESUMING", "w2"]);
+    // The run of an agent without versions, and the run claimed in RESUMING, are leased, not moved:
+    // their worker records RUNNING (or FAILED, for an unknown agent) itself.
+    for (const [c, state] of [
+      [claimed[2], "PENDING"],
+      [claimed[3], "RESUMING"],
+    ] as const) {
+      expect(c?.started).toBeUndefined();
+      expect([c?.run.state, c?.run.leaseOwner]).toEqual([state, "w2"]);
+      expect((await backend.listTransitions(c?.run.id ?? "")).at(-1)?.to).toBe(state);
+    }
+    // The feed holds each new transition once, after the run's earlier ones.
+    const feed = (await backend.listTransitionsSince({ after: null, limit: 100 })).transitions;
+    for (const { run } of claimed.slice(0, 2)) {
+      expect(feed.filter((e) => e.transition.runId === run.id).map((e) => e.transition.id)).toEqual([1, 2]);
+    }
+    // A PENDING run whose last transition the claim's statement cannot see (one that committed
+    // after the statement began, as a row counter ahead of the transitions read leaves it) is
+    // leased only: its RUNNING transition would get a feed key below that transition's.
+    const q = pg.escapeIdentifier(backend.schema);
+    const raced = await newRun(backend, { at: T0 + 6 });
+    await db.query(`UPDATE ${q}.runs SET last_transition_id = 2 WHERE id = $1`, [raced.id]);
+    const [late] = await backend.claimRuns({ workerId: "w3", now, leaseMs: LEASE_MS, limit: 10, start });
+    expect([late?.run.id, late?.run.state, late?.run.leaseOwner, late?.started]).toEqual([
+      raced.id,
+      "PENDING",
+      "w3",
+      undefined,
+    ]);
     // The RUNNING runs are fenced by the claim's epoch like any: a step under it is stored.
     const [first] = claimed;
     await backend.saveSteps([startedStep(first?.run.id ?? "", 1, first?.run.epoch ?? 0)], {

@@ -60,7 +60,7 @@ import {
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
-import { applyTransitions, type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
+import { type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
 import {
   deliverSignalIn,
   fireDueIn,
@@ -327,49 +327,43 @@ export class PostgresBackend implements RuntimeBackend {
   async claimRuns(request: ClaimManyRequest): Promise<ClaimedRun[]> {
     const pool = this.#ready();
     if (!(request.limit >= 1)) return [];
-    // One statement picks the oldest runnable runs other claimers are not locking, and leases them.
-    const params = [
-      request.now,
-      request.agents ?? null,
-      request.limit,
-      request.workerId,
-      request.now + request.leaseMs,
-    ];
-    const oldestFirst = (a: ClaimedRun, b: ClaimedRun) =>
-      a.run.createdAt - b.run.createdAt || (a.run.id < b.run.id ? -1 : 1);
+    // One statement picks the oldest runnable runs other claimers are not locking, leases them and
+    // moves the PENDING ones to RUNNING (with `start`): one round trip, one commit.
     const { start } = request;
-    if (!start) {
-      return this.#db.call("claimRuns", async () => {
-        const rows = await this.#db.query<RunRow>(pool, this.#s.claimMany, params);
-        return rows.map((row) => ({ run: rowToRun(row) })).sort(oldestFirst);
-      });
-    }
-    // With `start`, in one transaction: the claim locks the runs it leases, and the PENDING ones
-    // go RUNNING against those rows (no second lock, no second commit).
-    return this.#db.transaction(pool, "claimRuns", async (client) => {
-      const ctx = this.#context(client);
-      const runs = (await ctx.query<RunRow>(this.#s.claimMany, params)).map(rowToRun);
-      const pending = runs.filter((run) => run.state === "PENDING");
-      const requests = pending.map(
-        (run): TransitionRequest => ({
-          runId: run.id,
-          from: "PENDING",
-          to: "RUNNING",
-          at: request.now,
-          fence: { epoch: run.epoch },
-          ...start(run),
-        }),
-      );
-      const outcomes = requests.length === 0 ? [] : await applyTransitions(ctx, requests, runs, []);
-      const started = new Map<string, TransitionOutcome>();
-      for (const outcome of outcomes) if (outcome.ok) started.set(outcome.value.run.id, outcome.value);
-      return runs
-        .map((run): ClaimedRun => {
-          const outcome = started.get(run.id);
-          return outcome ? { run: outcome.run, started: outcome.transition } : { run };
-        })
-        .sort(oldestFirst);
-    });
+    const rows = await this.#db.call("claimRuns", () =>
+      this.#db.query<RunRow & { started: boolean }>(pool, this.#s.claimRuns, [
+        request.now,
+        request.agents ?? null,
+        request.limit,
+        request.workerId,
+        request.now + request.leaseMs,
+        start ? JSON.stringify(start.versions) : null,
+        start?.actor.kind ?? null,
+        start?.actor.id ?? null,
+        start?.reason ?? null,
+      ]),
+    );
+    return rows
+      .map(({ started, ...row }): ClaimedRun => {
+        const run = rowToRun(row);
+        const versions = start && started ? start.versions[run.agent] : undefined;
+        if (!start || !versions) return { run };
+        return {
+          run,
+          started: {
+            runId: run.id,
+            id: run.lastTransitionId,
+            at: request.now,
+            actor: start.actor,
+            from: "PENDING",
+            to: "RUNNING",
+            pausedReason: null,
+            reason: start.reason,
+            versions,
+          },
+        };
+      })
+      .sort((a, b) => a.run.createdAt - b.run.createdAt || (a.run.id < b.run.id ? -1 : 1));
   }
 
   async renewLeases(request: RenewRequest): Promise<string[]> {

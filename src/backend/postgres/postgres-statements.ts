@@ -1,8 +1,8 @@
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
 import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, STEP_VALUE_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
-import { RUNNABLE_STATES } from "../transition-rules.ts";
+import { claimNext, claimRuns } from "./postgres-claim-statements.ts";
 import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
-import { type Sql, sql } from "./postgres-sql.ts";
+import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
 import { saveStepBatch, saveSteps } from "./postgres-step-statements.ts";
 
 export type { Sql } from "./postgres-sql.ts";
@@ -20,18 +20,12 @@ export type { Sql } from "./postgres-sql.ts";
  * a statement is its own transaction and costs one round trip, where BEGIN … COMMIT costs four.
  */
 
-function list(states: Iterable<string>): string {
-  return [...states].map((s) => `'${s}'`).join(", ");
-}
-
-const OWNED_LIST = list(OWNED_STATES);
-/** Claimable states; the same list, in the same order, as the `runs_runnable` index predicate. */
-const RUNNABLE_LIST = list(RUNNABLE_STATES);
+const OWNED_LIST = stateList(OWNED_STATES);
 /**
  * The states of `hasEnded`; the same list, in the same order, as the `runs_stop_requested` index
  * predicate (the planner matches a partial index only on an equal predicate).
  */
-const ENDED_LIST = list([...TERMINAL_STATES].filter((state) => state !== "INTERRUPTED"));
+const ENDED_LIST = stateList([...TERMINAL_STATES].filter((state) => state !== "INTERRUPTED"));
 
 const RUN_COLUMNS = RUN_COLUMN_LIST.join(", ");
 const WAIT_LIST = WAIT_COLUMNS.join(", ");
@@ -149,20 +143,6 @@ function recordset(
 const TRANSITION_LIST: readonly string[] = TRANSITION_VALUE_COLUMNS;
 
 /**
- * The feed key of a transition a plan inserts (`x` being its row): this transaction's id, or the
- * key of the run's previous transition when that is larger. The larger one keeps a run's
- * transitions in id order in the feed: a transaction that got its id early (it locked another
- * run first) and then waited for this run's lock writes after a transaction with a later id. The
- * previous transition is seen: the run's row was locked by an earlier statement of this
- * transaction, after whoever wrote that transition committed, and a statement of a READ COMMITTED
- * transaction sees what committed before it began (under REPEATABLE READ the lock would have
- * failed). Transitions of one run in one statement share the key and keep their ids' order.
- */
-const FEED_KEY = (s: string) =>
-  `greatest(pg_current_xact_id(),
-     (SELECT p.feed_key FROM ${s}.transitions AS p WHERE p.run_id = x.run_id ORDER BY p.id DESC LIMIT 1))`;
-
-/**
  * The one statement that writes a plan (see `applyPlan`): full-row updates of runs, transitions
  * inserted, waits and signals upserted, and the wake-ups, which `pg_notify` sends when the
  * transaction commits, and the journal entries (with their blobs) of the steps that ride with the
@@ -216,7 +196,7 @@ function writePlan(s: string): Sql {
        WHERE r.id = x.id
      ), new_transitions AS (
        INSERT INTO ${s}.transitions (${TRANSITION_COLUMNS}, feed_key)
-       SELECT ${transitions.values.join(", ")}, ${FEED_KEY(s)} FROM ${transitions.from}
+       SELECT ${transitions.values.join(", ")}, ${feedKey(s, "x.run_id")} FROM ${transitions.from}
      ), upserted_waits AS (
        INSERT INTO ${s}.waits (${WAIT_LIST})
        SELECT ${waits.values.join(", ")} FROM ${waits.from}
@@ -302,9 +282,10 @@ export interface Statements {
   createRuns: Sql;
   /** Whole runs ({@link insertRuns}). */
   insertRuns: Sql;
+  /** {@link claimNext}. */
   claimNext: Sql;
-  /** `claimNext` for up to $3 runs, leased to $4 until $5 in the same statement; the runs as leased. */
-  claimMany: Sql;
+  /** {@link claimRuns}. */
+  claimRuns: Sql;
   setLease: Sql;
   renewLeases: Sql;
   listExpired: Sql;
@@ -425,33 +406,8 @@ export function statements(schema: string): Statements {
     ),
     insertRuns: insertRuns(s),
     createRuns: createRuns(s),
-    // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
-    // SKIP LOCKED: a run another worker is claiming right now is passed over, not waited for.
-    claimNext: sql(
-      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
-       WHERE state IN (${RUNNABLE_LIST})
-         AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1)
-         AND ($2::text[] IS NULL OR agent = ANY ($2::text[]))
-       ORDER BY created_at, id
-       LIMIT 1
-       FOR UPDATE SKIP LOCKED`,
-    ),
-    claimMany: sql(
-      `WITH picked AS (
-         SELECT id FROM ${s}.runs
-         WHERE state IN (${RUNNABLE_LIST})
-           AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1)
-           AND ($2::text[] IS NULL OR agent = ANY ($2::text[]))
-         ORDER BY created_at, id
-         LIMIT $3
-         FOR UPDATE SKIP LOCKED
-       )
-       UPDATE ${s}.runs AS r SET epoch = r.epoch + 1, lease_owner = $4, lease_expires_at = $5, updated_at = $1
-       FROM picked WHERE r.id = picked.id
-       RETURNING ${RUN_COLUMNS.split(",")
-         .map((c) => `r.${c.trim()}`)
-         .join(", ")}`,
-    ),
+    claimNext: claimNext(s),
+    claimRuns: claimRuns(s),
     setLease: sql(
       `UPDATE ${s}.runs SET epoch = $2, lease_owner = $3, lease_expires_at = $4, updated_at = $5 WHERE id = $1`,
     ),

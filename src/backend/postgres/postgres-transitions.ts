@@ -50,9 +50,9 @@ export async function transitionsIn(
  * Steps 3 and 4 of {@link transitionsIn}: plans `requests` against `rows` (every run they name,
  * and for those into an ended state their parents and open children, all locked by this
  * transaction) and `waits` (the ending runs' open waits and their parents' child waits on them),
- * and writes the plans that pass as one. `claimRuns` calls it with the runs its claim locked.
+ * and writes the plans that pass as one.
  */
-export async function applyTransitions(
+async function applyTransitions(
   ctx: PlanContext,
   requests: readonly TransitionRequest[],
   rows: readonly RunRecord[],
