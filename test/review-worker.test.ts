@@ -54,23 +54,27 @@ forEachBackend((under) => {
       expect(transitions).toEqual(["PENDING", "RUNNING", "COMPLETED"]);
     });
 
-    it("stops a run whose envelope is built after the shutdown began (slow backend)", async () => {
-      // The worker hears of its RUNNING transition's commit a while after it, as across a slow
-      // network: the transition's own, or the claim's that recorded it (claimRuns with start,
-      // PostgreSQL). (The slow call was loadSteps until the worker stopped reading the empty
-      // journal of a run claimed from PENDING.)
+    it("does not start a run whose RUNNING commit the worker hears of after the shutdown began (slow backend)", async () => {
+      // The worker hears of its RUNNING transition's commit only after the shutdown began, as across
+      // a slow network: the transition's own, or the claim's that recorded it (claimRuns with start,
+      // PostgreSQL). The shutdown begins inside the slowed call, once the commit is made.
       const inner = under.backend();
       const claimRuns = inner.claimRuns?.bind(inner);
+      let shutdown: Promise<string> | undefined;
+      const shutDownNow = async () => {
+        shutdown = rt.shutdown({ graceMs: 0 }).then(() => "shut down");
+        await sleep(50);
+      };
       const backend = intercept(inner, {
         async transition(request: TransitionRequest) {
           const done = await inner.transition(request);
-          if (request.to === "RUNNING") await sleep(200);
+          if (request.to === "RUNNING") await shutDownNow();
           return done;
         },
         ...(claimRuns && {
           async claimRuns(request: ClaimManyRequest) {
             const claimed = await claimRuns(request);
-            if (claimed.some((c) => c.started)) await sleep(200);
+            if (claimed.some((c) => c.started)) await shutDownNow();
             return claimed;
           },
         }),
@@ -94,19 +98,17 @@ forEachBackend((under) => {
       });
       const rt = runtimes.make({ agents: [agent], backend });
       const handle = await rt.run(agent, "go", {});
-      // Claimed and RUNNING, but its envelope is not built yet (the worker still awaits the commit).
-      await untilState(backend, handle.id, "RUNNING");
-      const shutdown = rt.shutdown({ graceMs: 0 }).then(() => "shut down");
-      // Before the fix shutdown stopped no envelope (there was none yet), then awaited the run, whose
-      // envelope was built next and ran the tool for ever: shutdown never returned.
+      await until(() => shutdown !== undefined);
+      // Before the first fix shutdown stopped no envelope (there was none yet), then awaited the run,
+      // whose envelope was built next and ran the tool for ever: shutdown never returned. Until the
+      // second, the tool could start in the grace period, whether it did depending on timing.
       const outcome = await Promise.race([shutdown, sleep(2000).then(() => "still waiting")]);
       expect(outcome).toBe("shut down");
       expect(entered).toBe(false);
-      const run = await until(async () => {
-        const r = await backend.getRun(handle.id);
-        return r?.state === "INTERRUPTED" ? r : undefined;
-      });
-      expect(run.leaseOwner).toBeNull();
+      const run = await backend.getRun(handle.id);
+      expect([run?.state, run?.leaseOwner, run?.recoveries]).toEqual(["INTERRUPTED", null, 0]);
+      const [last] = (await backend.listTransitions(handle.id)).slice(-1);
+      expect(last?.reason).toMatch(/began shutting down before the run started; handed back$/);
     });
   });
 

@@ -364,6 +364,17 @@ export class Worker {
       });
       return;
     }
+    if (this.#stopped) {
+      // Shutdown began while the run was being claimed or moved to RUNNING: no new work starts in a
+      // process that is going away. Handed back at once, as the shutdown would after its grace.
+      await this.#transition(started, {
+        to: "INTERRUPTED",
+        actor,
+        reason: `worker ${this.id} began shutting down before the run started; handed back`,
+        patch: { releaseLease: true, resetRecoveries: true },
+      }).catch((error: unknown) => this.#ignoreRace(error));
+      return;
+    }
     // A run claimed in PENDING has never run: no step or wait can have been written (each is
     // written under a lease of a RUNNING run), so its first execution reads nothing.
     let fresh = claimedIn === "PENDING";
