@@ -587,23 +587,27 @@ export class PostgresBackend implements RuntimeBackend {
           const level = batch.some((w) => w.sync) && this.durability === "machine" ? null : "off";
           const { entries, blobs } = journalWrite(batch, this.inlineLimitBytes);
           const [one] = entries;
-          const written =
-            one && entries.length === 1
-              ? await this.#db.query<{ run_id: string }>(pool, this.#s.saveSteps, [
-                  one.run_id,
-                  one.epoch,
-                  level,
-                  JSON.stringify(one.steps),
-                  ...blobs,
-                ])
-              : await this.#db.query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
-                  batch.map((w) => w.runId),
-                  batch.map((w) => w.epoch),
-                  level,
-                  JSON.stringify(entries),
-                  ...blobs,
-                ]);
-          return new Set(written.map((row) => row.run_id));
+          if (one && entries.length === 1) {
+            const written = await this.#db.query<{ run_id: string }>(pool, this.#s.saveSteps, [
+              one.run_id,
+              one.epoch,
+              level,
+              JSON.stringify(one.steps),
+              ...blobs,
+            ]);
+            return new Set(written.map((row) => row.run_id));
+          }
+          const runIds = batch.map((w) => w.runId);
+          const refused = await this.#db.query<{ run_id: string }>(pool, this.#s.saveStepBatch, [
+            runIds,
+            batch.map((w) => w.epoch),
+            level,
+            JSON.stringify(entries),
+            ...blobs,
+          ]);
+          const stored = new Set(runIds);
+          for (const row of refused) stored.delete(row.run_id);
+          return stored;
         }),
       // The fence refused the write, which therefore changed nothing; the epoch read now only
       // words the error.

@@ -175,6 +175,33 @@ describe("PostgresBackend batches transitions", () => {
   });
 });
 
+describe("PostgresBackend batches step writes", () => {
+  it("writes the steps of runs saved at once in one journal insert, and refuses a stale run's alone", async () => {
+    const b = await open();
+    const runs = [await runningRun(b), await runningRun(b), await runningRun(b)];
+    const [first, stale, last] = runs as [RunRecord, RunRecord, RunRecord];
+    const outcomes = await Promise.allSettled(
+      runs.map((run) => {
+        const epoch = run === stale ? run.epoch + 7 : run.epoch;
+        return b.saveSteps([fullStep(run.id, 1, epoch)], { epoch, sync: true });
+      }),
+    );
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    const error = (outcomes[1] as PromiseRejectedResult).reason;
+    expect(error).toBeInstanceOf(LeaseLostError);
+    expect((error as Error).message).toBe(
+      `run ${stale.id}: step 1 under lease epoch ${stale.epoch + 7} refused, the run is at epoch ${stale.epoch}; this worker lost the run`,
+    );
+    for (const run of [first, last]) expect(await b.loadSteps(run.id)).toStrictEqual([fullStep(run.id, 1, run.epoch)]);
+    expect(await b.loadSteps(stale.id)).toEqual([]);
+    // One insert for the batch: the two entries written share a transaction.
+    const { rows } = await db.query<{ n: number }>(
+      `SELECT count(DISTINCT xmin::text)::integer AS n FROM ${pg.escapeIdentifier(b.schema)}.journal`,
+    );
+    expect(rows[0]?.n).toBe(1);
+  });
+});
+
 describe("PostgresBackend batches run creation and reads", () => {
   it("writes runs created at once in one transaction, each with its transition and its wake-up", async () => {
     const b = await open();

@@ -304,7 +304,7 @@ export interface Statements {
    * The fenced upsert of the steps of several runs in one statement (group commit across runs):
    * $1/$2 the runs and the epochs their writers hold, $3 the commit level, $4 the steps as JSON
    * (`batchStepParams`), $5–$7 the blobs. Only the steps of runs whose epoch matches are written;
-   * the run ids that come back are those written.
+   * the run ids that come back are those refused.
    */
   saveStepBatch: Sql;
   /** {@link saveSteps}: the fenced journal insert of one run's steps. */

@@ -33,7 +33,9 @@ function fencedBlobs(s: string): string {
  * order, the order of every statement that locks several runs. $3 sets synchronous_commit for
  * this transaction only (NULL: leave it as it is). The blobs are written by the same
  * statement, only when some run passed the fence; a blob stored already is left as it is. The
- * runs that passed the fence come back: exactly those whose steps were written.
+ * runs the fence refused come back: exactly those whose steps were not written — none, nearly
+ * always, so the reply is one message rather than a row per run (about 1 ms of the worker's
+ * CPU per 1,000 steps of the 50 × 20 bench went into reading those rows).
  */
 export function saveStepBatch(s: string): Sql {
   return sql(
@@ -48,7 +50,7 @@ export function saveStepBatch(s: string): Sql {
        SELECT fence.id, fence.epoch, x.steps
        FROM json_to_recordset($4::json) AS x (run_id text, steps json) JOIN fence ON fence.id = x.run_id
      )
-     SELECT id AS run_id FROM fence`,
+     SELECT r.run_id FROM unnest($1::text[]) AS r (run_id) WHERE NOT EXISTS (SELECT 1 FROM fence WHERE fence.id = r.run_id)`,
   );
 }
 
