@@ -1,3 +1,4 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
 import { usageOfSteps } from "../core/budget.ts";
@@ -95,6 +96,8 @@ export class Worker {
   #closing: RuntimeClosedError | undefined;
   #claiming: Promise<void> | undefined;
   #claimAgain = false;
+  /** A claim is on its way but has not sent its query yet ({@link Worker.poke}). */
+  #claimWaiting = false;
   #stopped = true;
   /** The due time the timer is armed for, and its cancel function. */
   #dueAt = Number.POSITIVE_INFINITY;
@@ -227,9 +230,11 @@ export class Worker {
   poke(): void {
     if (this.#stopped) return;
     if (this.#claiming) {
-      this.#claimAgain = true;
+      // A claim that has not sent its query yet will see what this poke is about.
+      if (!this.#claimWaiting) this.#claimAgain = true;
       return;
     }
+    this.#claimWaiting = true;
     this.#claiming = this.#claimLoop()
       .catch((error: unknown) => this.#deps.logger.error("claim failed", { error: String(error) }))
       .finally(() => {
@@ -242,6 +247,11 @@ export class Worker {
   }
 
   async #claimLoop(): Promise<void> {
+    // One turn of the event loop first: runs that end together (one batch of endings) all free
+    // their slots, and one claim fills them rather than a claim for the first slot and another
+    // for the rest. The pokes of that turn are taken by this claim.
+    await nextTurn();
+    this.#claimWaiting = false;
     const claimRuns = this.#deps.backend.claimRuns?.bind(this.#deps.backend);
     // A backend that claims in batches fills every free slot in one round trip, and records the
     // RUNNING transitions of the PENDING runs it claims in the same transaction.
