@@ -100,13 +100,11 @@ export class WorkflowEnvelope {
   readonly #stop = new AbortController();
   /** Fired by `cancel()`: attempts see it; unlike `#stop`, results that still arrive are kept. */
   readonly #cancel = new AbortController();
-  /** `#stop` or `#cancel`: what every step's attempts see (combined once, not per step). */
-  #attemptSignal: AbortSignal | undefined;
-
-  #attemptsSignal(): AbortSignal {
-    this.#attemptSignal ??= AbortSignal.any([this.#stop.signal, this.#cancel.signal]);
-    return this.#attemptSignal;
-  }
+  /**
+   * Fired with the first of `#stop` and `#cancel` (by `stop()` and `cancel()`, their only callers):
+   * what every step's attempts see. A controller of its own costs less than `AbortSignal.any`.
+   */
+  readonly #attempts = new AbortController();
   readonly #writer: JournalWriter;
   readonly #waitSteps: WaitSteps;
   /** Non-wait steps executing now (a run pauses only when none is). */
@@ -181,6 +179,7 @@ export class WorkflowEnvelope {
     if (this.#cancel.signal.aborted) return;
     this.#cancelled = [...this.#running.values()];
     this.#cancel.abort(reason);
+    if (!this.#attempts.signal.aborted) this.#attempts.abort(reason);
     if (this.#inflight === 0) this.stop(reason);
   }
 
@@ -235,6 +234,7 @@ export class WorkflowEnvelope {
    */
   stop(reason: unknown): void {
     if (!this.#stop.signal.aborted) this.#stop.abort(reason);
+    if (!this.#attempts.signal.aborted) this.#attempts.abort(reason);
   }
 
   /** Runs (or replays) the workflow to its end. Never rejects. */
@@ -885,7 +885,7 @@ export class WorkflowEnvelope {
         writer: this.#writer,
         stop: this.#stop.signal,
         cancel: this.#cancel.signal,
-        attemptSignal: this.#attemptsSignal(),
+        attemptSignal: this.#attempts.signal,
         policy: resolveRetryPolicy(spec.policy),
         limits: {
           startToCloseTimeoutMs: spec.startToCloseTimeoutMs,

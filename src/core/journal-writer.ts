@@ -53,6 +53,8 @@ export class JournalWriter {
       this.#scheduled = true;
       setImmediate(() => {
         this.#scheduled = false;
+        // Usually the next step's start record has taken it into a write already.
+        if (this.#pending.size === 0) return;
         this.flush().catch((error: unknown) => {
           this.#error ??= error;
         });

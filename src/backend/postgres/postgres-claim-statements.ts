@@ -55,7 +55,7 @@ export function claimRuns(s: string): Sql {
        ORDER BY created_at, id
        LIMIT $3
        FOR UPDATE SKIP LOCKED
-     ), go AS (
+     ), go AS MATERIALIZED (
        SELECT p.id, coalesce(p.state = 'PENDING' AND ($6::json -> p.agent) IS NOT NULL
          AND p.last_transition_id = (SELECT max(t.id) FROM ${s}.transitions AS t WHERE t.run_id = p.id), false) AS start
        FROM picked AS p
