@@ -9,6 +9,9 @@ export interface StepWrite {
   sync: boolean;
 }
 
+/** The outcome of a stored write (shared: it is never changed). */
+const STORED: Settled<void> = { ok: true, value: undefined };
+
 /**
  * Group commit of step writes across runs ({@link CommitBatcher}): one statement and one commit per
  * batch. Each run's writes stay fenced by its own epoch: `write` returns the runs whose steps were
@@ -23,12 +26,13 @@ export function stepBatcher(options: {
   return new CommitBatcher<StepWrite, void>({
     run: async (batch) => {
       const stored = await options.write(batch);
+      const outcome = (write: StepWrite) => stored.has(write.runId) || write.steps.length === 0;
+      // Nearly always every write was stored: no promise per write then.
+      if (batch.every(outcome)) return batch.map(() => STORED);
       return Promise.all(
         batch.map(
           async (write): Promise<Settled<void>> =>
-            stored.has(write.runId) || write.steps.length === 0
-              ? { ok: true, value: undefined }
-              : { ok: false, error: await options.refused(write) },
+            outcome(write) ? STORED : { ok: false, error: await options.refused(write) },
         ),
       );
     },
