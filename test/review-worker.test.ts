@@ -112,6 +112,59 @@ forEachBackend((under) => {
     });
   });
 
+  describe("review: a claim that fails", () => {
+    it("claims again at once when a poke it took while waiting for its turn went unanswered", async () => {
+      // Two runs started in one turn poke the worker twice: the first poke's claim waits a turn and
+      // takes the second. When that claim fails (a dropped connection), the second poke must not be
+      // lost with it: nothing else would wake the worker before its poll, a minute away here.
+      const inner = under.backend();
+      let failNext = false;
+      const failOnce = () => {
+        if (!failNext) return;
+        failNext = false;
+        throw new Error("connection terminated unexpectedly");
+      };
+      const claimRuns = inner.claimRuns?.bind(inner);
+      const backend = intercept(inner, {
+        async claimRun(request) {
+          failOnce();
+          return inner.claimRun(request);
+        },
+        ...(claimRuns && {
+          async claimRuns(request: ClaimManyRequest) {
+            failOnce();
+            return claimRuns(request);
+          },
+        }),
+      });
+      const agent = defineAgent({
+        name: "twice_poked",
+        tools: { echo: defineTool({ run: (_ctx, { n }: { n: number }) => n }) },
+        workflows: {
+          async go(ctx, { n }: { n: number }) {
+            return ctx.tool("echo", { n });
+          },
+        },
+      });
+      const rt = runtimes.make({ agents: [agent], backend, worker: { pollIntervalMs: 60_000 } });
+      await rt.start();
+      await sleep(50); // the claim of the start is done
+      failNext = true;
+      const handles = await Promise.all([rt.run(agent, "go", { n: 1 }), rt.run(agent, "go", { n: 2 })]);
+      for (const handle of handles) {
+        const run = await until(
+          async () => {
+            const r = await backend.getRun(handle.id);
+            return r?.state === "COMPLETED" ? r : undefined;
+          },
+          { timeoutMs: 3000, what: `run ${handle.id} COMPLETED` },
+        );
+        expect(run.output).toBe(handles.indexOf(handle) + 1);
+      }
+      expect(failNext).toBe(false); // the failure happened
+    });
+  });
+
   describe("review: explicit resume racing a recovery sweep", () => {
     it("returns a handle when another worker took over and resumed the run first", async () => {
       /** On the user's takeover, another process's sweep gets there first (INTERRUPTED, RESUMING). */

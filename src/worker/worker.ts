@@ -98,6 +98,8 @@ export class Worker {
   #claimAgain = false;
   /** A claim is on its way but has not sent its query yet ({@link Worker.poke}). */
   #claimWaiting = false;
+  /** A poke came while the claim waited, and is answered by that claim only if it succeeds. */
+  #pokedWhileWaiting = false;
   #stopped = true;
   /** The due time the timer is armed for, and its cancel function. */
   #dueAt = Number.POSITIVE_INFINITY;
@@ -230,13 +232,19 @@ export class Worker {
   poke(): void {
     if (this.#stopped) return;
     if (this.#claiming) {
-      // A claim that has not sent its query yet will see what this poke is about.
-      if (!this.#claimWaiting) this.#claimAgain = true;
+      // A claim that has not sent its query yet will see what this poke is about, unless it fails.
+      if (this.#claimWaiting) this.#pokedWhileWaiting = true;
+      else this.#claimAgain = true;
       return;
     }
     this.#claimWaiting = true;
+    this.#pokedWhileWaiting = false;
     this.#claiming = this.#claimLoop()
-      .catch((error: unknown) => this.#deps.logger.error("claim failed", { error: String(error) }))
+      .catch((error: unknown) => {
+        this.#deps.logger.error("claim failed", { error: String(error) });
+        // The pokes it took are not answered: one claim more, as a poke during the query gets.
+        if (this.#pokedWhileWaiting) this.#claimAgain = true;
+      })
       .finally(() => {
         this.#claiming = undefined;
         if (this.#claimAgain) {
