@@ -29,7 +29,10 @@ export {
 } from "./agent/decorators.ts";
 export { defineAgent, defineTool } from "./agent/define.ts";
 export type {
+  ClaimedRun,
+  ClaimManyRequest,
   ClaimRequest,
+  ClaimStart,
   CreateRunInput,
   Fence,
   RenewRequest,
