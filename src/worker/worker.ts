@@ -262,7 +262,7 @@ export class Worker {
     this.#claimWaiting = false;
     const claimRuns = this.#deps.backend.claimRuns?.bind(this.#deps.backend);
     // A backend that claims in batches fills every free slot in one round trip, and records the
-    // RUNNING transitions of the PENDING runs it claims in the same transaction.
+    // RUNNING transitions of the PENDING runs it claims with the claim (PostgreSQL: one statement).
     while (claimRuns && !this.#stopped && this.#active.size < this.#opts.concurrency) {
       const claimed = await claimRuns({
         workerId: this.id,
@@ -385,12 +385,7 @@ export class Worker {
     if (this.#stopped) {
       // Shutdown began while the run was being claimed or moved to RUNNING: no new work starts in a
       // process that is going away. Handed back at once, as the shutdown would after its grace.
-      await this.#transition(started, {
-        to: "INTERRUPTED",
-        actor,
-        reason: `worker ${this.id} began shutting down before the run started; handed back`,
-        patch: { releaseLease: true, resetRecoveries: true },
-      }).catch((error: unknown) => this.#ignoreRace(error));
+      await this.#handBack(started, `worker ${this.id} began shutting down before the run started; handed back`);
       return;
     }
     // A run claimed in PENDING has never run: no step or wait can have been written (each is
@@ -753,14 +748,22 @@ export class Worker {
       const run = active.run;
       const current = await this.#deps.backend.getRun(run.id);
       if (!current || current.epoch !== run.epoch || current.state !== "RUNNING") continue;
-      await this.#transition(current, {
-        to: "INTERRUPTED",
-        actor: { kind: "worker", id: this.id },
-        reason: `worker ${this.id} shut down (${why}) with the run in flight; grace of ${graceMs} ms ran out`,
-        // A deploy is not a crash: it must not use up the bound on automatic recoveries.
-        patch: { releaseLease: true, resetRecoveries: true },
-      }).catch((error: unknown) => this.#ignoreRace(error));
+      await this.#handBack(
+        current,
+        `worker ${this.id} shut down (${why}) with the run in flight; grace of ${graceMs} ms ran out`,
+      );
     }
+  }
+
+  /** Records INTERRUPTED for a RUNNING run this worker holds at shutdown, and releases it. */
+  async #handBack(run: RunRecord, reason: string): Promise<void> {
+    await this.#transition(run, {
+      to: "INTERRUPTED",
+      actor: { kind: "worker", id: this.id },
+      reason,
+      // A deploy is not a crash: it must not use up the bound on automatic recoveries.
+      patch: { releaseLease: true, resetRecoveries: true },
+    }).catch((error: unknown) => this.#ignoreRace(error));
   }
 }
 
