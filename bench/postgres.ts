@@ -18,7 +18,9 @@
  *    APIs allow.
  *    Median of 10 batches after 5 warm-up batches (on a small machine one batch differs from the next
  *    by ±25 %), the systems' batches interleaved (each one's first, then each one's second, …) so
- *    that a noisy moment falls on all of them; with the CPU each batch took and where.
+ *    that a noisy moment falls on all of them; with the CPU each batch took and where. Every child
+ *    process runs with V8's memory reducer off (`CHILD_V8_FLAGS`: interleaving idles each process
+ *    for seconds between its batches, which a process under steady load never does).
  * 3. Signal latency across processes: runs parked on `ctx.waitForSignal` in a worker process are
  *    signalled one at a time from this process (a client-only Runtime); the worker, woken over
  *    LISTEN/NOTIFY, records RUNNING. DBOS the same way: workflows in `DBOS.recv` in this process,
@@ -35,7 +37,7 @@
  *   CAIRN_BENCH_PG_URL=postgresql://user@host:5432/postgres npm run bench:postgres
  *   CAIRN_BENCH_CHILD_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" npm run bench:postgres   # profile the workers
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, execFileSync, fork } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
@@ -267,6 +269,22 @@ async function systemRole(): Promise<void> {
 /** Imported by a computed path, so that the type-check of cairn does not need bench/peers. */
 const PEERS_MODULE = "./peers/postgres-peers.ts";
 
+/**
+ * The V8 flags of every child process, whatever system it runs. The batches of the systems are
+ * interleaved, so each process idles for seconds between two of its batches while the others run;
+ * after about 8 s of little allocation, V8's memory reducer shrinks the heap and the young
+ * generation, and the process's next batch pays for growing them back, in scavenges every few
+ * milliseconds. A process under steady load never meets that, so the bench turns the reducer off
+ * for all of them alike. Measured on this 2-core VM (2026-12-01, two full runs each way): a Cairn
+ * worker spent 71–83 ms of CPU in a median batch with it and 47–53 ms without, and its batch took
+ * 110–119 rather than 93–97 ms; DBOS's 900–1,000 ms batches did not move.
+ */
+const CHILD_V8_FLAGS = execFileSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).includes(
+  "--memory-reducer ",
+)
+  ? ["--no-memory-reducer"]
+  : [];
+
 /** A child process of this file in another role, and the messages it sends. */
 class Child {
   readonly process: ChildProcess;
@@ -276,7 +294,12 @@ class Child {
   constructor(role: string, args: string[]) {
     this.process = fork(fileURLToPath(import.meta.url), ["--role", role, "--pool", String(POOL), ...args], {
       // e.g. CAIRN_BENCH_CHILD_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the workers.
-      execArgv: ["--import", "tsx", ...(process.env.CAIRN_BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? [])],
+      execArgv: [
+        "--import",
+        "tsx",
+        ...CHILD_V8_FLAGS,
+        ...(process.env.CAIRN_BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
+      ],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     this.process.on("message", (m: ToParent) => {
@@ -458,6 +481,11 @@ async function main(): Promise<void> {
     `server: PostgreSQL ${server.version} at ${url.host} (TCP, same machine): synchronous_commit=${server.synchronousCommit},` +
       ` fsync=${server.fsync}, wal_sync_method=${server.walSyncMethod}, commit_delay=${server.commitDelay},` +
       ` max_connections=${server.maxConnections}`,
+  );
+  console.log(
+    CHILD_V8_FLAGS.length > 0
+      ? `child processes (every system's): node ${CHILD_V8_FLAGS.join(" ")}, so that a process idle between its interleaved batches is not shrunk by V8's memory reducer`
+      : "child processes: this V8 has no memory reducer flag; each process idle between its interleaved batches may be shrunk by it",
   );
   console.log(`databases: ${prefix}_* (created now, dropped at the end)\n`);
 
