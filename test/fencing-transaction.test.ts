@@ -27,7 +27,8 @@ import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
  * A worker frozen inside a transaction (PostgreSQL; DESIGN §4, leases and fencing). Worker A, a
  * child process with a 600 ms lease, stops itself with SIGSTOP inside the transaction that ends
  * its run, right after that transaction locked the run's row. Its lease lapses, but the lock
- * stays: worker B, a runtime in this process, cannot take the run over while A's transaction is
+ * stays (the run is a child run, whose end goes through the planners' transaction; a plain end is
+ * one statement, which holds no lock between round trips): worker B, a runtime in this process, cannot take the run over while A's transaction is
  * open, and A, frozen, never closes it. The backend's `transactionIdleTimeoutMs` bounds this: the
  * server ends a session idle inside a transaction for longer, rolling the transaction back.
  *

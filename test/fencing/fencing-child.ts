@@ -20,7 +20,9 @@
  *
  * Mode `transaction` (PostgreSQL): the process stops itself with SIGSTOP inside the transaction
  * that ends the run, right after that transaction has locked the run's row, and prints
- * `frozen {"at"}` first. Its backend bounds idle gaps in transactions at `<idle-ms>`
+ * `frozen {"at"}` first. The run is made a child of a run no worker takes (of an agent none
+ * serves), so that its end goes through the planners' transaction: the plain end of a run without
+ * a parent is one statement (`moveRuns`), which holds no lock between round trips. Its backend bounds idle gaps in transactions at `<idle-ms>`
  * (`transactionIdleTimeoutMs`; 0: no bound).
  */
 import pg from "pg";
@@ -93,6 +95,13 @@ function watch(backend: RuntimeBackend, blindRenewals: boolean): RuntimeBackend 
       },
       () => saveSteps(steps, options),
     );
+  if (mode === "transaction") {
+    const createRun = backend.createRun.bind(backend);
+    backend.createRun = async (input) => {
+      const parent = await createRun({ ...input, id: `${input.id}-holder`, agent: "held_by_no_worker", key: null });
+      return createRun({ ...input, parentRunId: parent.run.id, parentClosePolicy: "abandon" });
+    };
+  }
   const transition = backend.transition.bind(backend);
   backend.transition = async (request) => {
     if (mode === "transaction" && request.to === "COMPLETED") freezeInNextLock = true;

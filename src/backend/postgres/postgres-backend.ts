@@ -60,7 +60,7 @@ import {
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
-import { type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
+import { movedOutcome, moveParams, type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
 import {
   deliverSignalIn,
   fireDueIn,
@@ -397,14 +397,19 @@ export class PostgresBackend implements RuntimeBackend {
 
   /**
    * The transition and, into an ended state, what `planEnd` does (waits closed, the parent's child
-   * wait resolved, children stopped, a successor created), in one transaction; see
-   * `postgres-transitions.ts` for the rows it locks and in what order. Transitions of different
-   * runs that a process asks for in the same turn of the event loop, or while another batch is
-   * being written, share one transaction ({@link CommitBatcher}, `transitionsIn`): a worker that
-   * claims fifty runs records their RUNNING in one commit. A batch that fails for a reason other
-   * than the connection (one request's successor clashes with a taken id, say) rolls back and its
-   * requests are tried again one transaction each, so each caller gets the outcome it would have
-   * had alone.
+   * wait resolved, children stopped, a successor created). Transitions of different runs that a
+   * process asks for in the same turn of the event loop, or while another batch is being written,
+   * are written together ({@link CommitBatcher}):
+   *
+   * - first those that need nothing but their run's row (fenced by the epoch, no successor, and
+   *   for an end no parent, no open wait and no child still running: a worker's fifty runs that
+   *   complete) in one statement and one commit (`moveRuns`, `postgres-transition-statements.ts`);
+   * - then the others, and any the statement left unwritten (a fence that moved meanwhile, say),
+   *   through the planners in one transaction (`transitionsIn`; see `postgres-transitions.ts` for
+   *   the rows it locks and in what order). A transaction that fails for a reason other than the
+   *   connection (one request's successor clashes with a taken id, say) rolls back and its
+   *   requests are tried again one transaction each, so each caller gets the outcome it would have
+   *   had alone.
    */
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
     this.#ready();
@@ -416,6 +421,38 @@ export class PostgresBackend implements RuntimeBackend {
   }
 
   async #transitionBatch(batch: readonly TransitionRequest[]): Promise<Settled<TransitionOutcome>[]> {
+    const pool = this.#ready();
+    // First the requests that need nothing but their runs' rows, in one statement (`moveRuns`);
+    // then, in a transaction, the others and those the statement left unwritten.
+    const moved = new Map<string, TransitionOutcome>();
+    const move = moveParams(batch, this.inlineLimitBytes);
+    if (move) {
+      const rows = await this.#db.call("transition", () =>
+        this.#db.query<RunRow>(pool, this.#s.moveRuns, move.params(this.#channel)),
+      );
+      const byId = new Map(move.movable.map((request) => [request.runId, request]));
+      for (const row of rows) moved.set(row.id, movedOutcome(byId.get(row.id) as TransitionRequest, row));
+    }
+    const rest = batch.filter((request) => !moved.has(request.runId));
+    // A failure of the transaction is the outcome of its requests alone: the moved ones are committed.
+    const planned =
+      rest.length === 0
+        ? []
+        : await this.#plannedBatch(rest).catch((error: unknown) =>
+            rest.map((): Settled<TransitionOutcome> => ({ ok: false, error })),
+          );
+    const outcomes = new Map(rest.map((request, i) => [request.runId, planned[i]]));
+    return batch.map((request): Settled<TransitionOutcome> => {
+      const value = moved.get(request.runId);
+      if (value) return { ok: true, value };
+      return (
+        outcomes.get(request.runId) ?? { ok: false, error: new StorageError("transition: the batch gave no outcome") }
+      );
+    });
+  }
+
+  /** Transitions through the planners, in one transaction ({@link transitionsIn}). */
+  async #plannedBatch(batch: readonly TransitionRequest[]): Promise<Settled<TransitionOutcome>[]> {
     const pool = this.#ready();
     const inTransaction = (requests: readonly TransitionRequest[]) =>
       this.#db.transaction(pool, "transition", (client) => transitionsIn(this.#context(client), requests));

@@ -4,6 +4,7 @@ import { claimNext, claimRuns } from "./postgres-claim-statements.ts";
 import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
 import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
 import { saveStepBatch, saveSteps } from "./postgres-step-statements.ts";
+import { moveRuns } from "./postgres-transition-statements.ts";
 
 export type { Sql } from "./postgres-sql.ts";
 
@@ -286,6 +287,8 @@ export interface Statements {
   claimNext: Sql;
   /** {@link claimRuns}. */
   claimRuns: Sql;
+  /** {@link moveRuns}. */
+  moveRuns: Sql;
   setLease: Sql;
   renewLeases: Sql;
   listExpired: Sql;
@@ -408,6 +411,7 @@ export function statements(schema: string): Statements {
     createRuns: createRuns(s),
     claimNext: claimNext(s),
     claimRuns: claimRuns(s),
+    moveRuns: moveRuns(s),
     setLease: sql(
       `UPDATE ${s}.runs SET epoch = $2, lease_owner = $3, lease_expires_at = $4, updated_at = $5 WHERE id = $1`,
     ),

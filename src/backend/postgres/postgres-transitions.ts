@@ -1,14 +1,103 @@
 import { InvalidInputError } from "../../core/errors.ts";
 import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import { assertTransition } from "../../core/transitions.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { Plan } from "../plan.ts";
+import { encode } from "../sql-rows.ts";
+import { wakeFor } from "../transition-rules.ts";
 import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
 import type { Settled } from "./postgres-batcher.ts";
-import { type RunRow, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
+import { wakePayload } from "./postgres-listener.ts";
+import { batchStepParams, type RunRow, recordsetJson, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
+import { MOVE_COLUMNS } from "./postgres-transition-statements.ts";
 import { applyPlan, merge, type PlanContext, type RidingSteps } from "./postgres-waits.ts";
 
 /** What `transition` returns. */
 export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord };
+
+/**
+ * The transitions of a batch that `moveRuns` may write in one statement, as its parameters
+ * after the channel ($1, and $3–$6): those fenced by their epoch, without a successor, not the
+ * resume of a FAILED run (its rule reads the stored error), that the state machine allows and
+ * whose steps are steps of their run. Undefined when no request is one of them; the others, and
+ * those the statement then leaves unwritten, go through the planners ({@link transitionsIn}).
+ */
+export function moveParams(
+  requests: readonly TransitionRequest[],
+  inlineLimitBytes: number,
+): { movable: TransitionRequest[]; params: (channel: string) => unknown[] } | undefined {
+  const movable = requests.filter(isMovable);
+  if (movable.length === 0) return undefined;
+  const rows = movable.map((request) => {
+    const patch = request.patch ?? {};
+    const wake = wakeFor(request.runId, request.to);
+    return [
+      request.runId,
+      (request.fence as { epoch: number }).epoch,
+      request.from,
+      request.to,
+      request.pausedReason ?? null,
+      request.at,
+      request.actor.kind,
+      request.actor.id,
+      request.reason,
+      JSON.stringify(request.versions),
+      patch.output !== undefined,
+      encode(patch.output),
+      patch.error !== undefined,
+      encode(patch.error ?? undefined),
+      patch.usage !== undefined,
+      encode(patch.usage),
+      patch.resetRecoveries === true,
+      patch.countRecovery === true,
+      patch.clearStopRequest === true,
+      patch.releaseLease === true,
+      hasEnded(request.to),
+      wake ? wakePayload(wake) : null,
+    ];
+  });
+  const steps = batchStepParams(
+    movable
+      .filter((r) => r.steps?.length)
+      .map((r) => ({ epoch: (r.fence as { epoch: number }).epoch, steps: r.steps ?? [] })),
+    inlineLimitBytes,
+  );
+  const recordset = recordsetJson(
+    rows,
+    MOVE_COLUMNS.map(([name]) => name),
+  );
+  return { movable, params: (channel) => [recordset, channel, ...steps] };
+}
+
+function isMovable(request: TransitionRequest): boolean {
+  if (!("epoch" in request.fence) || request.successor || request.from === "FAILED") return false;
+  if (request.steps?.some((step) => step.runId !== request.runId)) return false;
+  try {
+    assertTransition(request.from, request.to, { pausedReason: request.pausedReason });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** The outcome of a request `moveRuns` wrote: its run as the statement left it, and the transition, as `applyTransition` makes it. */
+export function movedOutcome(request: TransitionRequest, row: RunRow): TransitionOutcome {
+  const run = rowToRun(row);
+  return {
+    run,
+    transition: {
+      runId: run.id,
+      id: run.lastTransitionId,
+      at: request.at,
+      actor: request.actor,
+      from: request.from,
+      to: request.to,
+      pausedReason: request.pausedReason ?? null,
+      reason: request.reason,
+      versions: request.versions,
+    },
+  };
+}
 
 /**
  * Transitions of several runs (one request per run) in the current transaction, as one batch:
