@@ -410,6 +410,9 @@ export class PostgresBackend implements RuntimeBackend {
    *   connection (one request's successor clashes with a taken id, say) rolls back and its
    *   requests are tried again one transaction each, so each caller gets the outcome it would have
    *   had alone.
+   *
+   * The requests of one batch were made concurrently, so either order of their commits is one
+   * they could have had; the moved ones commit first.
    */
   async transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
     this.#ready();
@@ -425,13 +428,20 @@ export class PostgresBackend implements RuntimeBackend {
     // First the requests that need nothing but their runs' rows, in one statement (`moveRuns`);
     // then, in a transaction, the others and those the statement left unwritten.
     const moved = new Map<string, TransitionOutcome>();
-    const move = moveParams(batch, this.inlineLimitBytes);
-    if (move) {
-      const rows = await this.#db.call("transition", () =>
-        this.#db.query<RunRow>(pool, this.#s.moveRuns, move.params(this.#channel)),
-      );
-      const byId = new Map(move.movable.map((request) => [request.runId, request]));
-      for (const row of rows) moved.set(row.id, movedOutcome(byId.get(row.id) as TransitionRequest, row));
+    try {
+      const move = moveParams(batch, this.inlineLimitBytes);
+      if (move) {
+        const rows = await this.#db.call("transition", () =>
+          this.#db.query<RunRow>(pool, this.#s.moveRuns, move.params(this.#channel)),
+        );
+        const byId = new Map(move.movable.map((request) => [request.runId, request]));
+        for (const row of rows) moved.set(row.id, movedOutcome(byId.get(row.id) as TransitionRequest, row));
+      }
+    } catch (error) {
+      // A lost connection leaves the commit unknown: every caller hears of it, as it would alone.
+      // Any other failure (one request's value the statement cannot take, say) wrote nothing: the
+      // planners take the whole batch, and isolate the request that fails.
+      if (isConnectionError((error as { cause?: unknown }).cause ?? error)) throw error;
     }
     const rest = batch.filter((request) => !moved.has(request.runId));
     // A failure of the transaction is the outcome of its requests alone: the moved ones are committed.

@@ -1,6 +1,7 @@
 import pg from "pg";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
+import { until } from "../../../test/helpers/runtime-helpers.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { fullStep, move, runningRun, storedState, T0 } from "../conformance/conformance-fixtures.ts";
@@ -93,8 +94,12 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
       expect(stored.transitions.map((t) => t.id)).toEqual([1, 2, 3]);
       expect(await b.loadSteps(request.runId)).toStrictEqual(request.steps ?? []);
     }
-    // The feed holds each new transition once, after the run's earlier ones.
-    const feed = (await b.listTransitionsSince({ after: null, limit: 100 })).transitions;
+    // The feed holds each new transition once, after the run's earlier ones (it shows what every
+    // transaction on the server that could still write below it has ended: wait for that).
+    const feed = await until(async () => {
+      const { transitions } = await b.listTransitionsSince({ after: null, limit: 100 });
+      return transitions.length >= 15 && transitions;
+    });
     for (const run of runs) {
       expect(feed.filter((e) => e.transition.runId === run.id).map((e) => e.transition.id)).toEqual([1, 2, 3]);
     }
@@ -144,6 +149,22 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     expect((await b.getRun(child.id))?.stopRequest).toMatchObject({ kind: "suspend" });
   });
 
+  it("gives the planners the whole batch when the statement fails, so a request that cannot be stored fails alone", async () => {
+    const b = await open();
+    const runs = await Promise.all(Array.from({ length: 3 }, () => runningRun(b)));
+    const [first, bad, last] = runs as [RunRecord, RunRecord, RunRecord];
+    // A NUL in a text column: PostgreSQL refuses it in any statement that reads it from JSON.
+    const outcomes = await Promise.allSettled([
+      b.transition(endOf(first)),
+      b.transition({ ...endOf(bad), reason: "tool said \u0000 and stopped" }),
+      b.transition(endOf(last)),
+    ]);
+    expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
+    expect(String((outcomes[1] as PromiseRejectedResult).reason)).toContain("unsupported Unicode escape sequence");
+    expect((await b.getRun(bad.id))?.state).toBe("RUNNING");
+    for (const run of [first, last]) expect((await b.getRun(run.id))?.state).toBe("COMPLETED");
+  });
+
   it("writes nothing for a run taken over while the statement waited for its lock", async () => {
     const b = await open();
     const q = pg.escapeIdentifier(b.schema);
@@ -172,8 +193,8 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
   it("reads only the rows of its runs, however many runs, waits and children the tables hold", async () => {
     const b = await open();
     const q = pg.escapeIdentifier(b.schema);
-    // 100,000 runs, one in a thousand RUNNING with an open wait, a child each for a tenth of the
-    // others; the fifty RUNNING ones end.
+    // 100,000 runs, one in a thousand RUNNING, a child each for a tenth of the others, and an open
+    // wait for one in two thousand; fifty RUNNING ones end, half of them refused by their wait.
     await db.query(
       `INSERT INTO ${q}.runs (id, agent, workflow, state, input, epoch, recoveries, last_transition_id, versions, meta,
                               parent_run_id, created_at, updated_at)
@@ -187,7 +208,7 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     );
     await db.query(
       `INSERT INTO ${q}.waits (run_id, id, seq, kind, name, status, details, created_at)
-       SELECT id, 'w1', 1, 'signal', 'go', CASE WHEN state = 'RUNNING' THEN 'open' ELSE 'resolved' END, '{}', 0
+       SELECT id, 'w1', 1, 'signal', 'go', CASE WHEN created_at % 2000 = 0 THEN 'open' ELSE 'resolved' END, '{}', 0
        FROM ${q}.runs`,
     );
     for (const table of ["runs", "transitions", "waits"]) await db.query(`ANALYZE ${q}.${table}`);
@@ -208,5 +229,6 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     const scanned = all.filter((n) => n["Node Type"] === "Seq Scan").map((n) => n["Relation Name"]);
     expect(scanned).toEqual([]);
     expect(all.filter((n) => n["Relation Name"] === "runs").length).toBeGreaterThan(0);
+    expect(root?.Plan["Actual Rows"]).toBe(25);
   });
 });

@@ -53,15 +53,18 @@ export const MOVE_COLUMNS = [
  * - the statement sees the run's last transition, so the new one's feed key ({@link feedKey})
  *   stays above it (as in `claimRuns`);
  * - a run that ends has no parent, no open wait and no child that has not ended: `planEnd` would
- *   do nothing for it but the transition.
+ *   do nothing for it but the transition. The waits and children are read as they were when the
+ *   statement began: only the run's owner opens a wait or starts a child (fenced by the epoch
+ *   this request holds), and it does not do so while it ends the run.
  *
  * The run's row is re-read when the statement waits for its lock (READ COMMITTED): the fence,
  * the state and the guards are checked again on the row as it is then, against what committed
  * before the statement began, so a transition, a claim or a takeover that committed meanwhile
  * leaves the request unwritten. The
  * steps that ride with the moved runs' transitions are written with them under the same epoch
- * ($3, `batchStepParams`, with the blobs $4–$6), and their wake-ups sent on $2 when the statement
- * commits. The moved runs come back as they are now; a request whose run does not come back wrote
+ * ($3, `batchStepParams`), and their wake-ups sent on $2 when the statement commits. The blobs
+ * ($4–$6) are written when some run moved, as the step batch writes them when some run passed its
+ * fence: content-addressed, a blob of a run not moved is one its next write would store anyway. The moved runs come back as they are now; a request whose run does not come back wrote
  * nothing, and goes through the planners in a transaction of its own, which gives it the outcome
  * (or the error) it would have had alone.
  */
