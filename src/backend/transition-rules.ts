@@ -71,9 +71,14 @@ export function applyTransition(
     next.leaseOwner = null;
     next.leaseExpiresAt = null;
   }
-  const transition: TransitionRecord = {
-    runId: run.id,
-    id: next.lastTransitionId,
+  return { run: next, transition: transitionRecord(request, next.lastTransitionId) };
+}
+
+/** The transition `request` writes as its run's transition `id`. */
+export function transitionRecord(request: TransitionRequest, id: number): TransitionRecord {
+  return {
+    runId: request.runId,
+    id,
     at: request.at,
     actor: request.actor,
     from: request.from,
@@ -82,7 +87,6 @@ export function applyTransition(
     reason: request.reason,
     versions: request.versions,
   };
-  return { run: next, transition };
 }
 
 /** A new run in PENDING and its first transition (id 1, from null), as every backend stores them. */

@@ -4,7 +4,7 @@ import { assertTransition } from "../../core/transitions.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { Plan } from "../plan.ts";
 import { encode } from "../sql-rows.ts";
-import { wakeFor } from "../transition-rules.ts";
+import { transitionRecord, wakeFor } from "../transition-rules.ts";
 import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
 import type { Settled } from "./postgres-batcher.ts";
 import { wakePayload } from "./postgres-listener.ts";
@@ -83,20 +83,7 @@ function isMovable(request: TransitionRequest): boolean {
 /** The outcome of a request `moveRuns` wrote: its run as the statement left it, and the transition, as `applyTransition` makes it. */
 export function movedOutcome(request: TransitionRequest, row: RunRow): TransitionOutcome {
   const run = rowToRun(row);
-  return {
-    run,
-    transition: {
-      runId: run.id,
-      id: run.lastTransitionId,
-      at: request.at,
-      actor: request.actor,
-      from: request.from,
-      to: request.to,
-      pausedReason: request.pausedReason ?? null,
-      reason: request.reason,
-      versions: request.versions,
-    },
-  };
+  return { run, transition: transitionRecord(request, run.lastTransitionId) };
 }
 
 /**
