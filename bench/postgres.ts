@@ -19,7 +19,7 @@
  *    Median of 10 batches after 5 warm-up batches (on a small machine one batch differs from the next
  *    by ±25 %), the systems' batches interleaved (each one's first, then each one's second, …) so
  *    that a noisy moment falls on all of them; with the CPU each batch took and where. Every child
- *    process runs with V8's memory reducer off (`CHILD_V8_FLAGS`: interleaving idles each process
+ *    process runs with V8's memory reducer off (`childV8Flags`: interleaving idles each process
  *    for seconds between its batches, which a process under steady load never does).
  * 3. Signal latency across processes: runs parked on `ctx.waitForSignal` in a worker process are
  *    signalled one at a time from this process (a client-only Runtime); the worker, woken over
@@ -279,11 +279,14 @@ const PEERS_MODULE = "./peers/postgres-peers.ts";
  * worker spent 71–83 ms of CPU in a median batch with it and 47–53 ms without, and its batch took
  * 110–119 rather than 93–97 ms; DBOS's 900–1,000 ms batches did not move.
  */
-const CHILD_V8_FLAGS = execFileSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).includes(
-  "--memory-reducer ",
-)
-  ? ["--no-memory-reducer"]
-  : [];
+function childV8Flags(): string[] {
+  // Asked of this node once, in the process that starts the children.
+  childFlags ??= execFileSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).includes("--memory-reducer ")
+    ? ["--no-memory-reducer"]
+    : [];
+  return childFlags;
+}
+let childFlags: string[] | undefined;
 
 /** A child process of this file in another role, and the messages it sends. */
 class Child {
@@ -297,7 +300,7 @@ class Child {
       execArgv: [
         "--import",
         "tsx",
-        ...CHILD_V8_FLAGS,
+        ...childV8Flags(),
         ...(process.env.CAIRN_BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
       ],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
@@ -483,8 +486,8 @@ async function main(): Promise<void> {
       ` max_connections=${server.maxConnections}`,
   );
   console.log(
-    CHILD_V8_FLAGS.length > 0
-      ? `child processes (every system's): node ${CHILD_V8_FLAGS.join(" ")}, so that a process idle between its interleaved batches is not shrunk by V8's memory reducer`
+    childV8Flags().length > 0
+      ? `child processes (every system's): node ${childV8Flags().join(" ")}, so that a process idle between its interleaved batches is not shrunk by V8's memory reducer`
       : "child processes: this V8 has no memory reducer flag; each process idle between its interleaved batches may be shrunk by it",
   );
   console.log(`databases: ${prefix}_* (created now, dropped at the end)\n`);
