@@ -32,7 +32,7 @@ import type {
 import { RUN_COLUMNS } from "../sql-rows.ts";
 import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import { CommitBatcher, type Settled, settle } from "./postgres-batcher.ts";
-import { makePool, PostgresConnection } from "./postgres-connection.ts";
+import { makePool, PostgresConnection, type Queryable } from "./postgres-connection.ts";
 import { describeTarget, isConnectionError, type PostgresTarget } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
@@ -60,7 +60,7 @@ import {
 } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
-import { movedOutcome, moveParams, type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
+import { movedIn, type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";
 import {
   deliverSignalIn,
   fireDueIn,
@@ -427,16 +427,9 @@ export class PostgresBackend implements RuntimeBackend {
     const pool = this.#ready();
     // First the requests that need nothing but their runs' rows, in one statement (`moveRuns`);
     // then, in a transaction, the others and those the statement left unwritten.
-    const moved = new Map<string, TransitionOutcome>();
+    let moved = new Map<string, TransitionOutcome>();
     try {
-      const move = moveParams(batch, this.inlineLimitBytes);
-      if (move) {
-        const rows = await this.#db.call("transition", () =>
-          this.#db.query<RunRow>(pool, this.#s.moveRuns, move.params(this.#channel)),
-        );
-        const byId = new Map(move.movable.map((request) => [request.runId, request]));
-        for (const row of rows) moved.set(row.id, movedOutcome(byId.get(row.id) as TransitionRequest, row));
-      }
+      moved = await this.#db.call("transition", () => movedIn(this.#context(pool), batch));
     } catch (error) {
       // A lost connection leaves the commit unknown: every caller hears of it, as it would alone.
       // Any other failure (one request's value the statement cannot take, say) wrote nothing: the
@@ -451,13 +444,11 @@ export class PostgresBackend implements RuntimeBackend {
         : await this.#plannedBatch(rest).catch((error: unknown) =>
             rest.map((): Settled<TransitionOutcome> => ({ ok: false, error })),
           );
-    const outcomes = new Map(rest.map((request, i) => [request.runId, planned[i]]));
+    let next = 0;
     return batch.map((request): Settled<TransitionOutcome> => {
       const value = moved.get(request.runId);
       if (value) return { ok: true, value };
-      return (
-        outcomes.get(request.runId) ?? { ok: false, error: new StorageError("transition: the batch gave no outcome") }
-      );
+      return planned[next++] ?? { ok: false, error: new StorageError("transition: the batch gave no outcome") };
     });
   }
 
@@ -723,9 +714,9 @@ export class PostgresBackend implements RuntimeBackend {
   }
 
   /** What the plan operations of `postgres-waits.ts` need, on the transaction's connection. */
-  #context(client: pg.PoolClient): PlanContext {
+  #context(on: Queryable): PlanContext {
     return {
-      query: (statement, values) => this.#db.query(client, statement, values),
+      query: (statement, values) => this.#db.query(on, statement, values),
       statements: this.#s,
       channel: this.#channel,
       inlineLimitBytes: this.inlineLimitBytes,

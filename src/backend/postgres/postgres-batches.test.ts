@@ -1,6 +1,6 @@
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
+import { describe, expect, it } from "vitest";
+import { backendPerTest } from "../../../test/helpers/postgres-backend-per-test.ts";
 import { until } from "../../../test/helpers/runtime-helpers.ts";
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
 import type { RunRecord } from "../../core/records.ts";
@@ -16,7 +16,6 @@ import {
   T0,
 } from "../conformance/conformance-fixtures.ts";
 import { InMemoryBackend } from "../memory/memory-backend.ts";
-import { PostgresBackend } from "./postgres-backend.ts";
 
 /**
  * What a PostgreSQL backend is asked for at once shares a statement or a transaction: transitions
@@ -25,33 +24,14 @@ import { PostgresBackend } from "./postgres-backend.ts";
  * whole must give each caller its own outcome.
  */
 
-let db: TestDatabase;
-let backend: PostgresBackend;
-
-beforeAll(async () => {
-  db = await startTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.close();
-});
-
-afterEach(async () => {
-  await backend?.close();
-  await db.dropSchema(backend.schema);
-});
-
-async function open(): Promise<PostgresBackend> {
-  backend = new PostgresBackend({ connectionString: db.url, schema: db.schema() });
-  await backend.init();
-  return backend;
-}
+const files = backendPerTest();
+const open = () => files.open();
 
 /** The transaction each transition was written in (the feed key of a transition is its transaction's id). */
 async function transactionsOf(runIds: readonly string[]): Promise<Map<string, string>> {
-  const { rows } = await db.query<{ run_id: string; feed_key: string }>(
-    `SELECT run_id, feed_key::text AS feed_key FROM ${pg.escapeIdentifier(backend.schema)}.transitions
-     WHERE run_id = ANY ($1) AND id = (SELECT max(id) FROM ${pg.escapeIdentifier(backend.schema)}.transitions AS t
+  const { rows } = await files.db.query<{ run_id: string; feed_key: string }>(
+    `SELECT run_id, feed_key::text AS feed_key FROM ${pg.escapeIdentifier(files.backend.schema)}.transitions
+     WHERE run_id = ANY ($1) AND id = (SELECT max(id) FROM ${pg.escapeIdentifier(files.backend.schema)}.transitions AS t
        WHERE t.run_id = transitions.run_id)`,
     [runIds],
   );
@@ -198,7 +178,7 @@ describe("PostgresBackend batches step writes", () => {
     for (const run of [first, last]) expect(await b.loadSteps(run.id)).toStrictEqual([fullStep(run.id, 1, run.epoch)]);
     expect(await b.loadSteps(stale.id)).toEqual([]);
     // One insert for the batch: the two entries written share a transaction.
-    const { rows } = await db.query<{ n: number }>(
+    const { rows } = await files.db.query<{ n: number }>(
       `SELECT count(DISTINCT xmin::text)::integer AS n FROM ${pg.escapeIdentifier(b.schema)}.journal`,
     );
     expect(rows[0]?.n).toBe(1);

@@ -1,12 +1,12 @@
 import pg from "pg";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
+import { describe, expect, it } from "vitest";
+import { backendPerTest } from "../../../test/helpers/postgres-backend-per-test.ts";
 import { until } from "../../../test/helpers/runtime-helpers.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { fullStep, move, runningRun, storedState, T0 } from "../conformance/conformance-fixtures.ts";
 import { applyTransition } from "../transition-rules.ts";
-import { PostgresBackend } from "./postgres-backend.ts";
+import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
 import type { RunRow } from "./postgres-schema.ts";
 import { statements } from "./postgres-statements.ts";
@@ -18,33 +18,14 @@ import { moveParams } from "./postgres-transitions.ts";
  * and every request it cannot write that way must be left untouched for the planners.
  */
 
-let db: TestDatabase;
-let backend: PostgresBackend;
-
-beforeAll(async () => {
-  db = await startTestDatabase();
-});
-
-afterAll(async () => {
-  await db?.close();
-});
-
-afterEach(async () => {
-  await backend?.close();
-  await db.dropSchema(backend.schema);
-});
-
-async function open(): Promise<PostgresBackend> {
-  backend = new PostgresBackend({ connectionString: db.url, schema: db.schema() });
-  await backend.init();
-  return backend;
-}
+const files = backendPerTest();
+const open = () => files.open();
 
 /** Runs `moveRuns` for `requests` as the backend does; returns the ids of the runs it moved. */
 async function moveDirectly(b: PostgresBackend, requests: TransitionRequest[]): Promise<string[]> {
   const move = moveParams(requests, b.inlineLimitBytes);
   if (!move) return [];
-  const { rows } = await db.query<RunRow>(statements(b.schema).moveRuns.text, move.params(wakeChannel(b.schema)));
+  const { rows } = await files.db.query<RunRow>(statements(b.schema).moveRuns.text, move.params(wakeChannel(b.schema)));
   return rows.map((row) => row.id).sort();
 }
 
@@ -79,7 +60,7 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     ];
     // Runs recovered twice already: one more counted, or the count set back to 0.
     const q = pg.escapeIdentifier(b.schema);
-    await db.query(`UPDATE ${q}.runs SET recoveries = 2 WHERE id = ANY ($1)`, [[interrupted.id, handedBack.id]]);
+    await files.db.query(`UPDATE ${q}.runs SET recoveries = 2 WHERE id = ANY ($1)`, [[interrupted.id, handedBack.id]]);
     const before = new Map<string, RunRecord | undefined>();
     for (const run of runs) before.set(run.id, await b.getRun(run.id));
     expect(await moveDirectly(b, requests)).toEqual(runs.map((r) => r.id).sort());
@@ -111,7 +92,7 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     const parent = await runningRun(b);
     const child = await runningRun(b, { overrides: { parentRunId: parent.id } });
     const waiting = await runningRun(b);
-    await db.query(
+    await files.db.query(
       `INSERT INTO ${q}.waits (run_id, id, seq, kind, name, status, details, due_at, resolution, created_at)
        VALUES ($1, 'w1', 1, 'signal', 'go', 'open', '{}', NULL, NULL, $2)`,
       [waiting.id, T0],
@@ -121,7 +102,7 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     const ahead = await runningRun(b);
     // A counter ahead of the transitions the statement can see, as a transition that committed
     // after the statement began leaves it.
-    await db.query(`UPDATE ${q}.runs SET last_transition_id = last_transition_id + 1 WHERE id = $1`, [ahead.id]);
+    await files.db.query(`UPDATE ${q}.runs SET last_transition_id = last_transition_id + 1 WHERE id = $1`, [ahead.id]);
     // A run whose only child has ended: nothing to stop, it moves.
     const bereaved = await runningRun(b);
     const endedChild = await runningRun(b, { overrides: { parentRunId: bereaved.id } });
@@ -171,13 +152,13 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     const run = await runningRun(b);
     const before = await storedState(b, run.id);
     // Another transaction holds the run's row; the statement waits for it.
-    const other = new pg.Client({ connectionString: db.url });
+    const other = new pg.Client({ connectionString: files.db.url });
     await other.connect();
     try {
       await other.query("BEGIN");
       await other.query(`SELECT id FROM ${q}.runs WHERE id = $1 FOR UPDATE`, [run.id]);
       const moving = moveDirectly(b, [move(run, "RUNNING", "COMPLETED", { patch: { releaseLease: true } })]);
-      await db.query("SELECT pg_sleep(0.2)");
+      await files.db.query("SELECT pg_sleep(0.2)");
       // It commits a takeover (a new epoch) while the statement waits.
       await other.query(`UPDATE ${q}.runs SET epoch = epoch + 1 WHERE id = $1`, [run.id]);
       await other.query("COMMIT");
@@ -195,29 +176,29 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     const q = pg.escapeIdentifier(b.schema);
     // 100,000 runs, one in a thousand RUNNING, a child each for a tenth of the others, and an open
     // wait for one in two thousand; fifty RUNNING ones end, half of them refused by their wait.
-    await db.query(
+    await files.db.query(
       `INSERT INTO ${q}.runs (id, agent, workflow, state, input, epoch, recoveries, last_transition_id, versions, meta,
                               parent_run_id, created_at, updated_at)
        SELECT 'r' || lpad(g::text, 6, '0'), 'a', 'w', CASE WHEN g % 1000 = 0 THEN 'RUNNING' ELSE 'COMPLETED' END,
               '{}', 1, 0, 1, '{}', '{}', CASE WHEN g % 10 = 1 THEN 'r' || lpad((g + 1)::text, 6, '0') END, g, g
        FROM generate_series(1, 100000) AS g`,
     );
-    await db.query(
+    await files.db.query(
       `INSERT INTO ${q}.transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, reason, versions, feed_key)
        SELECT id, 1, 0, 'user', 'u', NULL, state, 'created', '{}', pg_current_xact_id() FROM ${q}.runs`,
     );
-    await db.query(
+    await files.db.query(
       `INSERT INTO ${q}.waits (run_id, id, seq, kind, name, status, details, created_at)
        SELECT id, 'w1', 1, 'signal', 'go', CASE WHEN created_at % 2000 = 0 THEN 'open' ELSE 'resolved' END, '{}', 0
        FROM ${q}.runs`,
     );
-    for (const table of ["runs", "transitions", "waits"]) await db.query(`ANALYZE ${q}.${table}`);
+    for (const table of ["runs", "transitions", "waits"]) await files.db.query(`ANALYZE ${q}.${table}`);
     const ending = Array.from({ length: 50 }, (_, i) => `r${String((i + 1) * 1000).padStart(6, "0")}`);
     const move = moveParams(
       ending.map((id) => endOf({ id, epoch: 1 })),
       b.inlineLimitBytes,
     );
-    const { rows } = await db.query(
+    const { rows } = await files.db.query(
       `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statements(b.schema).moveRuns.text}`,
       move?.params(wakeChannel(b.schema)),
     );

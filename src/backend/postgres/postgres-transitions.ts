@@ -80,10 +80,25 @@ function isMovable(request: TransitionRequest): boolean {
   }
 }
 
-/** The outcome of a request `moveRuns` wrote: its run as the statement left it, and the transition, as `applyTransition` makes it. */
-export function movedOutcome(request: TransitionRequest, row: RunRow): TransitionOutcome {
-  const run = rowToRun(row);
-  return { run, transition: transitionRecord(request, run.lastTransitionId) };
+/**
+ * Writes with `moveRuns` the requests of `batch` it may write ({@link moveParams}); returns the
+ * outcomes of those it wrote, by run id: each run as the statement left it, and its transition as
+ * `applyTransition` makes it. A request missing from the result wrote nothing.
+ */
+export async function movedIn(
+  ctx: PlanContext,
+  batch: readonly TransitionRequest[],
+): Promise<Map<string, TransitionOutcome>> {
+  const moved = new Map<string, TransitionOutcome>();
+  const move = moveParams(batch, ctx.inlineLimitBytes);
+  if (!move) return moved;
+  const byId = new Map(move.movable.map((request) => [request.runId, request]));
+  for (const row of await ctx.query<RunRow>(ctx.statements.moveRuns, move.params(ctx.channel))) {
+    const run = rowToRun(row);
+    const request = byId.get(run.id) as TransitionRequest;
+    moved.set(run.id, { run, transition: transitionRecord(request, run.lastTransitionId) });
+  }
+  return moved;
 }
 
 /**
