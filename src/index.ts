@@ -114,6 +114,7 @@ export {
   StepLimitError,
   StepTimeoutError,
   StorageError,
+  StorageRejectedError,
   ToolFailedError,
   UnknownNameError,
   VersionMismatchError,

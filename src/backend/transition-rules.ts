@@ -7,6 +7,7 @@ import {
 } from "../core/errors.ts";
 import type { AcceptanceRecord, RunRecord, TransitionRecord } from "../core/records.ts";
 import { isTerminal, type RunState } from "../core/run-state.ts";
+import { storableText } from "../core/text.ts";
 import { assertTransition } from "../core/transitions.ts";
 import type { CreateRunInput, TransitionRequest, Wake } from "./backend.ts";
 
@@ -84,7 +85,8 @@ export function transitionRecord(request: TransitionRequest, id: number): Transi
     from: request.from,
     to: request.to,
     pausedReason: request.pausedReason ?? null,
-    reason: request.reason,
+    // Reasons quote what code threw or asked (an error message, a question): stored as text.
+    reason: storableText(request.reason),
     versions: request.versions,
   };
 }
@@ -126,7 +128,7 @@ export function pendingRun(input: CreateRunInput): { run: RunRecord; transition:
     from: null,
     to: "PENDING",
     pausedReason: null,
-    reason: input.reason,
+    reason: storableText(input.reason),
     versions: input.versions,
   };
   return { run, transition };

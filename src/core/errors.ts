@@ -32,6 +32,7 @@ export type CairnErrorCode =
   | "NOT_SERIALIZABLE"
   | "RUNTIME_CLOSED"
   | "STORAGE"
+  | "STORAGE_REJECTED"
   | "WAIT_NOT_FOUND"
   | "WAIT_CLOSED"
   | "RUN_NOT_OPEN"
@@ -216,6 +217,21 @@ export class RuntimeClosedError extends CairnError {
 export class StorageError extends CairnError {
   static override readonly retryable = true;
   readonly code = "STORAGE" as const;
+}
+
+/**
+ * The store refused a value it was given (bad data such as a character it cannot hold, or a
+ * constraint): writing it again fails the same way, so it is never retried and never taken for a
+ * lost worker. A run whose write is refused so ends FAILED with this error; a client call gets it
+ * with nothing written. `field` names the column or value when the store said which.
+ */
+export class StorageRejectedError extends CairnError {
+  readonly code = "STORAGE_REJECTED" as const;
+  readonly field: string | undefined;
+  constructor(message: string, details: { field?: string | undefined } = {}, options?: CairnErrorOptions) {
+    super(message, options);
+    this.field = details.field;
+  }
 }
 
 /** A `waitFor` deadline passed before the run reached a terminal state. */

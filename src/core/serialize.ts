@@ -1,5 +1,6 @@
 import { CairnError, NotSerializableError, PayloadTooLargeError, type SerializedError } from "./errors.ts";
 import type { Json } from "./records.ts";
+import { storableText } from "./text.ts";
 
 /** The default limit on one JSON payload of the journal: 16 MiB of JSON text (UTF-8). */
 export const DEFAULT_MAX_PAYLOAD_BYTES = 16 * 1024 * 1024;
@@ -25,16 +26,65 @@ export function jsonSnapshot(
   try {
     text = JSON.stringify(value);
   } catch (cause) {
+    if (cause instanceof RangeError) throw tooDeep(what, cause);
     throw new NotSerializableError(
-      `${what} is not JSON (${(cause as Error).message}); return plain data (objects, arrays, strings, numbers, booleans, null)`,
+      `${what} is not JSON (${(cause as Error).message}); pass plain data (objects, arrays, strings, numbers, booleans, null)`,
       { cause },
     );
   }
   if (text === undefined) {
-    throw new NotSerializableError(`${what} is not JSON (a ${typeof value}); return plain data`);
+    throw new NotSerializableError(`${what} is not JSON (a ${typeof value}); pass plain data`);
   }
   if (maxBytes !== undefined) checkPayloadSize(text, what, maxBytes);
+  // JSON.stringify writes NaN and ±Infinity as null: a value that would not read back as it was.
+  if (text.includes("null")) checkFinite(value, what);
+  if (text.length > MAX_JSON_DEPTH * 2 && jsonDepth(text) > MAX_JSON_DEPTH) throw tooDeep(what);
   return { json: JSON.parse(text) as Json, text };
+}
+
+/**
+ * How deeply arrays and objects may nest in a payload. Every store parses JSON it is given, and
+ * each parser has a depth limit of its own (SQLite's JSON functions: 1,000; PostgreSQL's stack
+ * limit, a few thousand): one limit for all, far above what data needs, keeps them equal.
+ */
+export const MAX_JSON_DEPTH = 512;
+
+function tooDeep(what: string, cause?: unknown): NotSerializableError {
+  return new NotSerializableError(
+    `${what} nests arrays or objects more than ${MAX_JSON_DEPTH} levels deep; flatten it or pass a reference to it`,
+    cause === undefined ? {} : { cause },
+  );
+}
+
+/** The deepest nesting of arrays and objects in JSON `text`. */
+function jsonDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92)
+        i++; // a backslash escapes the next character
+      else if (c === 34) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 || c === 91) {
+      if (++depth > deepest) deepest = depth;
+    } else if (c === 125 || c === 93) depth--;
+  }
+  return deepest;
+}
+
+/** Throws when `value` holds a number JSON cannot carry (NaN, Infinity), naming where. */
+function checkFinite(value: unknown, what: string): void {
+  JSON.stringify(value, function (this: unknown, key: string, v: unknown) {
+    if (typeof v === "number" && !Number.isFinite(v)) {
+      throw new NotSerializableError(
+        `${what} holds ${String(v)}${key === "" ? "" : ` at key ${JSON.stringify(key)}`}, which JSON cannot carry (it would be stored as null); pass a finite number, a string, or null`,
+      );
+    }
+    return v;
+  });
 }
 
 /** The UTF-8 length of `text` when it is over `limit`, else undefined. */
@@ -99,6 +149,15 @@ function safeString(value: unknown): string {
   } catch {
     return String(value);
   }
+}
+
+/** `error` with its text fields made storable ({@link storableText}), its causes too. */
+export function storableError(error: SerializedError): SerializedError {
+  const out: SerializedError = { ...error, name: storableText(error.name), message: storableText(error.message) };
+  if (error.code !== undefined) out.code = storableText(error.code);
+  if (error.stack !== undefined) out.stack = storableText(error.stack);
+  if (error.cause !== undefined) out.cause = storableError(error.cause);
+  return out;
 }
 
 /**

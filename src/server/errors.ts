@@ -62,6 +62,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   // The request's data is wrong.
   INVALID_INPUT: 400,
   NOT_SERIALIZABLE: 400,
+  STORAGE_REJECTED: 400,
   PAYLOAD_TOO_LARGE: 413,
   // The run is not in a state that takes the request.
   ILLEGAL_TRANSITION: 409,

@@ -4,10 +4,17 @@ import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
 import { usageOfSteps } from "../core/budget.ts";
 import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
-import { CancelledError, LeaseLostError, RuntimeClosedError, StorageError } from "../core/errors.ts";
+import {
+  CancelledError,
+  LeaseLostError,
+  RuntimeClosedError,
+  type SerializedError,
+  StorageError,
+  StorageRejectedError,
+} from "../core/errors.ts";
 import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
-import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal, type RunState } from "../core/run-state.ts";
-import { serializeError } from "../core/serialize.ts";
+import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal, OWNED_STATES, type RunState } from "../core/run-state.ts";
+import { serializeError, storableError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
 import { type CompensationDeps, compensateMode, compensateRun } from "./compensation.ts";
@@ -309,7 +316,11 @@ export class Worker {
             `dropped run ${run.id}: ${firstLine(error.message)}; it resumes from its checkpoints once its lease lapses`,
           );
         } else {
+          // Not a crash: the store refused what the run wrote (it would refuse it again), or the
+          // run could not be set up (a stored option its code cannot take). Ended visibly, with
+          // the error, rather than left RUNNING or looping through recoveries.
           this.#deps.logger.error(`run ${run.id} could not be driven`, { error: serializeError(error) });
+          return this.#failUndrivable(active, error);
         }
       })
       .finally(() => {
@@ -454,6 +465,8 @@ export class Worker {
         return;
       }
       if (outcome.reason instanceof RuntimeClosedError) return;
+      // The store refused a value the run wrote: replaying would write it again. Not a lost worker.
+      if (outcome.reason instanceof StorageRejectedError) throw outcome.reason;
       // A journal write failed (the envelope stopped itself): hand the run back at once rather
       // than leave it RUNNING under a live lease; recovery resumes it, within its bound.
       const why = outcome.reason instanceof Error ? outcome.reason.message : String(outcome.reason);
@@ -525,6 +538,39 @@ export class Worker {
         : `workflow threw ${outcome.error.name}: ${firstLine(outcome.error.message)}`,
       patch: { error: outcome.error, releaseLease: true },
     });
+  }
+
+  /**
+   * Ends a run this worker holds that it cannot drive on (see `#drive`): FAILED with `error`, or
+   * CANCELLED when it was being cancelled. Its error is made storable first; if the store refuses
+   * even that, a plain one naming the error's class is recorded instead.
+   */
+  async #failUndrivable(active: Active, error: unknown): Promise<void> {
+    const current = await this.#deps.backend.getRun(active.run.id).catch(() => undefined);
+    if (!current || current.epoch !== active.run.epoch || current.leaseOwner !== this.id) return;
+    if (!OWNED_STATES.has(current.state)) return;
+    const serialized = storableError(serializeError(error));
+    const to = current.state === "CANCELLING" ? "CANCELLED" : "FAILED";
+    const reason = `${serialized.code ?? serialized.name}: ${firstLine(serialized.message)}`;
+    const write = (err: SerializedError) =>
+      this.#transition(current, {
+        to,
+        actor: { kind: "worker", id: this.id },
+        reason,
+        patch: { error: err, releaseLease: true },
+      });
+    try {
+      await write(serialized);
+    } catch (again) {
+      if (!(again instanceof StorageRejectedError)) {
+        this.#deps.logger.error(`run ${current.id} could not be ended ${to}`, { error: String(again) });
+        return;
+      }
+      await write({ name: serialized.name, code: serialized.code ?? "STORAGE_REJECTED", message: reason }).catch(
+        (last: unknown) =>
+          this.#deps.logger.error(`run ${current.id} could not be ended ${to}`, { error: String(last) }),
+      );
+    }
   }
 
   /** Carries out `active.stop` on a run this worker holds in RUNNING. */

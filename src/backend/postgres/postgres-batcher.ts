@@ -1,4 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
+import { StorageRejectedError } from "../../core/errors.ts";
 
 /** What one caller of a batch gets: its value, or the error it alone failed with. */
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };
@@ -15,7 +16,9 @@ export function settle<R>(promise: Promise<R>): Promise<Settled<R>> {
 export interface CommitBatcherOptions<T, R> {
   /**
    * Writes one batch, in one transaction, and says how each item fared, in the batch's order. A
-   * throw fails every item of the batch with that error.
+   * throw fails every item of the batch with that error, except a `StorageRejectedError` (the
+   * store refused a value, nothing was written): then each item is written alone, so that only
+   * the one that carries the value fails.
    */
   run(batch: readonly T[]): Promise<Settled<R>[]>;
   /**
@@ -75,8 +78,13 @@ export class CommitBatcher<T, R> {
         try {
           outcomes = await this.#run(batch.map((b) => b.item));
         } catch (error) {
-          for (const entry of batch) entry.reject(error);
-          continue;
+          if (!(error instanceof StorageRejectedError) || batch.length === 1) {
+            for (const entry of batch) entry.reject(error);
+            continue;
+          }
+          // The store refused a value of one item (the batch wrote nothing): each item alone, so
+          // only the one that carries it fails.
+          outcomes = await Promise.all(batch.map((b) => this.#alone(b.item)));
         }
         for (const [i, entry] of batch.entries()) {
           const outcome = outcomes[i];
@@ -86,6 +94,15 @@ export class CommitBatcher<T, R> {
       }
     } finally {
       this.#busy = false;
+    }
+  }
+
+  async #alone(item: T): Promise<Settled<R>> {
+    try {
+      const [outcome] = await this.#run([item]);
+      return outcome ?? { ok: false, error: new Error("the batch gave no outcome for this item") };
+    } catch (error) {
+      return { ok: false, error };
     }
   }
 

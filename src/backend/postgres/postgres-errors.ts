@@ -1,5 +1,5 @@
 import type pg from "pg";
-import { CairnError, StorageError } from "../../core/errors.ts";
+import { CairnError, StorageError, StorageRejectedError } from "../../core/errors.ts";
 
 /** Where a backend connects, for messages: never carries the password. */
 export interface PostgresTarget {
@@ -20,10 +20,27 @@ export function toStorageError(error: unknown, target: PostgresTarget, operation
   const code = errorCode(error);
   const detail = describe(error);
   const hint = code === undefined ? undefined : hintFor(code, target);
+  if (code !== undefined && isRejection(code)) {
+    const field = (error as { column?: unknown }).column;
+    return new StorageRejectedError(
+      `PostgreSQL refused a value on ${operation}: ${detail} (${code})${typeof field === "string" ? ` in column "${field}"` : ""}; writing it again would fail the same way`,
+      typeof field === "string" ? { field } : {},
+      { cause: error },
+    );
+  }
   return new StorageError(
     `PostgreSQL ${operation} on ${target.url} (schema "${target.schema}") failed: ${detail}${code ? ` (${code})` : ""}${hint ? `; ${hint}` : ""}`,
     { cause: error },
   );
+}
+
+/**
+ * SQLSTATEs that say the data itself was refused, so the same write fails again: class 22 (data
+ * exception: a NUL in text, an escape JSON cannot take, a value out of range), 23 (integrity
+ * constraint) and 54 (program limit exceeded: a value too large or too deep to index or parse).
+ */
+export function isRejection(code: string): boolean {
+  return /^(22|23|54)[0-9A-Z]{3}$/.test(code);
 }
 
 /** The SQLSTATE of a server error, or the Node error code of a network error. */

@@ -1,5 +1,6 @@
 import { InvalidInputError } from "../../core/errors.ts";
 import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
+import { storableText } from "../../core/text.ts";
 import { assertTransition } from "../../core/transitions.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { Plan } from "../plan.ts";
@@ -40,7 +41,7 @@ export function moveParams(
       request.at,
       request.actor.kind,
       request.actor.id,
-      request.reason,
+      storableText(request.reason),
       JSON.stringify(request.versions),
       patch.output !== undefined,
       encode(patch.output),

@@ -1,4 +1,4 @@
-import { CairnError, StorageError } from "../../core/errors.ts";
+import { CairnError, StorageError, StorageRejectedError } from "../../core/errors.ts";
 
 /**
  * Turns what better-sqlite3 or the file system threw into a {@link StorageError} whose message
@@ -11,6 +11,13 @@ export function toStorageError(error: unknown, file: string, operation: string):
   const detail = error instanceof Error ? error.message : String(error);
   const where = `SQLite ${operation} on "${file}"`;
   const hint = typeof code === "string" ? hintFor(code) : undefined;
+  if (typeof code === "string" && /^SQLITE_(CONSTRAINT|TOOBIG|MISMATCH)/.test(code)) {
+    return new StorageRejectedError(
+      `SQLite refused a value on ${operation} on "${file}": ${detail} (${code}); writing it again would fail the same way`,
+      {},
+      { cause: error },
+    );
+  }
   return new StorageError(`${where} failed: ${detail}${code ? ` (${String(code)})` : ""}${hint ? `; ${hint}` : ""}`, {
     cause: error,
   });
