@@ -64,9 +64,10 @@ export interface RuntimeBackend {
    */
   renewLeases(request: RenewRequest): Promise<string[]>;
   /**
-   * Runs in an owned state (RUNNING, RESUMING, …) whose lease has lapsed at `now`
-   * (`leaseExpiresAt <= now`, the same rule as claiming), soonest-lapsed first. With
-   * `Number.MAX_SAFE_INTEGER` it lists every leased run (used to find owners that died).
+   * Runs held under a lease that has lapsed at `now` (`leaseExpiresAt <= now`, the same rule as
+   * claiming), soonest-lapsed first: runs in an owned state (RUNNING, RESUMING, …) and PENDING runs
+   * a worker claimed and has not started. With `Number.MAX_SAFE_INTEGER` it lists every leased run
+   * (used to find owners that died).
    */
   listExpiredLeases(now: number, limit: number): Promise<RunRecord[]>;
   /** INTERRUPTED runs that automatic recovery may pick up (`recoveries < maxRecoveries`), least recently updated first. */
@@ -265,6 +266,13 @@ export interface ClaimRequest {
    * hosting different agents can share one database. All agents when omitted.
    */
   agents?: readonly string[];
+  /**
+   * With `runId`: the run's lease is held by `leaseOwner`, whose process is known to be gone (a
+   * worker of this host that no longer exists), under `epoch`. The run is claimed as if that
+   * lease had lapsed, provided its epoch and owner are still those (so a live owner that renewed,
+   * or another claim, wins). Used for a PENDING run claimed by a worker that died before starting it.
+   */
+  takeover?: { epoch: number; leaseOwner: string };
 }
 
 /** What `claimRuns` needs. */

@@ -146,12 +146,22 @@ export const RUNNABLE_STATES: ReadonlySet<RunState> = new Set<RunState>([
   "RECONCILING",
 ]);
 
-/** Whether `run` may be claimed at `now` (runnable state, no live lease, one of `agents` when given). */
-export function isClaimable(run: RunRecord, now: number, agents?: readonly string[]): boolean {
+/**
+ * Whether `run` may be claimed at `now` (runnable state, no live lease, one of `agents` when
+ * given). A lease named by `takeover` (its owner known to be gone, `ClaimRequest.takeover`) counts
+ * as lapsed while the run's epoch and owner are still the ones it names.
+ */
+export function isClaimable(
+  run: RunRecord,
+  now: number,
+  agents?: readonly string[],
+  takeover?: { epoch: number; leaseOwner: string },
+): boolean {
+  const lostOwner = takeover !== undefined && run.epoch === takeover.epoch && run.leaseOwner === takeover.leaseOwner;
   return (
     RUNNABLE_STATES.has(run.state) &&
     (agents === undefined || agents.includes(run.agent)) &&
-    (run.leaseOwner === null || run.leaseExpiresAt === null || run.leaseExpiresAt <= now)
+    (run.leaseOwner === null || run.leaseExpiresAt === null || run.leaseExpiresAt <= now || lostOwner)
   );
 }
 

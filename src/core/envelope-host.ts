@@ -24,6 +24,15 @@ export interface EnvelopeHost {
    * on I/O does not hold up HTTP requests, timers and other runs for its whole length.
    */
   breathe?(): Promise<void> | undefined;
+  /**
+   * Called right before a step's function runs, after its start record committed: undefined when
+   * this process still holds the run's lease with time to spare (judged locally, from its last
+   * claim or renewal), else a promise that settles once the lease was renewed — or once the run
+   * was stopped because it could not be (another worker owns it now). It never rejects; the
+   * caller checks its stop signal after it. A worker whose event loop stalled past its lease must
+   * not call a tool that another worker has already called.
+   */
+  holdLease?(): Promise<void> | undefined;
   /** Resolves after `ms`, or rejects with the signal's reason when it fires. */
   sleep(ms: number, signal: AbortSignal): Promise<void>;
   /** Stores steps in one transaction (fenced); `sync` asks for a synchronous commit. */

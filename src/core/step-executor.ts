@@ -163,6 +163,10 @@ export async function executeStep<R>(options: {
     // After the start record is queued, so the previous step's result still rides on its commit.
     const pause = host.breathe?.();
     if (pause) await pause;
+    // The lease, checked where it matters: between the start record's commit and the call.
+    const held = host.holdLease?.();
+    if (held) await held;
+    if (stop.aborted) throw stop.reason;
     const attempt = new Attempt(step, record, writer, stop, {
       label: limits.label,
       maxPayloadBytes: host.maxPayloadBytes,

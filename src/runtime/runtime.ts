@@ -356,6 +356,7 @@ export class Runtime {
       this.#worker?.poke();
       return new RunHandle(this, runId, false);
     }
+    if (run.state === "PENDING") return this.#resumePending(run);
     if (OWNED_STATES.has(run.state)) {
       const now = Date.now();
       const lapsed = run.leaseExpiresAt === null || run.leaseExpiresAt <= now;
@@ -435,6 +436,26 @@ export class Runtime {
     this.#emit(result.transition, result.run);
     this.#worker?.poke();
     return new RunHandle(this, runId, false);
+  }
+
+  /**
+   * `resume` of a PENDING run: it has not started, so nothing is recorded. Unclaimed, or claimed
+   * by a worker that is gone (its lease lapsed, or its process on this host no longer exists), it
+   * is this runtime's worker's to claim (a dead owner's claim is taken over at once); claimed by a
+   * live worker, it is refused.
+   */
+  async #resumePending(run: RunRecord): Promise<RunHandle> {
+    const now = Date.now();
+    const owner = run.leaseOwner;
+    const live = owner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
+    if (live && !isDeadLocalOwner(owner) && owner !== this.workerId) {
+      throw new RunNotResumableError(
+        `run ${run.id} is PENDING and claimed by worker ${owner} until ${new Date(run.leaseExpiresAt ?? now).toISOString()}, which is starting it; if that worker is gone, resume again after its lease lapses`,
+      );
+    }
+    if (live && owner !== null && owner !== this.workerId) await this.#worker?.takeOverClaim(run);
+    this.#worker?.poke();
+    return new RunHandle(this, run.id, false);
   }
 
   /**

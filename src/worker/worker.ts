@@ -86,6 +86,13 @@ interface Active {
   /** A stop request this worker is carrying out. */
   stop: StopRequest | undefined;
   graceTimer?: ReturnType<typeof setTimeout> | undefined;
+  /**
+   * Until when this worker knows it holds the lease, by its own clock: the time it sent the claim
+   * or the last renewal that succeeded, plus the lease. Checked before each step's call.
+   */
+  leaseUntil: number;
+  /** A renewal of this run alone, asked for by a step about to run ({@link Worker.holdLease}). */
+  renewing?: Promise<void> | undefined;
 }
 
 /**
@@ -300,7 +307,13 @@ export class Worker {
 
   /** Drives a claimed run; `started` is its RUNNING transition when the claim recorded it. */
   #drive(run: RunRecord, started?: TransitionRecord): void {
-    const active: Active = { run, envelope: undefined, done: Promise.resolve(), stop: undefined };
+    const active: Active = {
+      run,
+      envelope: undefined,
+      done: Promise.resolve(),
+      stop: undefined,
+      leaseUntil: run.leaseExpiresAt ?? 0,
+    };
     this.#active.set(run.id, active);
     active.done = this.#execute(active, started)
       .catch((error: unknown) => {
@@ -412,7 +425,7 @@ export class Worker {
         agent,
         journal,
         waits,
-        host: this.#deps.host(started, () => envelope),
+        host: this.#host(active, started, () => envelope),
       });
       active.envelope = envelope;
       // Shutdown may have stopped the runs it held while this one was still being set up.
@@ -636,7 +649,7 @@ export class Worker {
           run,
           agent,
           journal,
-          host: this.#deps.host(run, () => envelope),
+          host: this.#host(active, run, () => envelope),
         });
         active.envelope = envelope;
         if (this.#closing) envelope.stop(this.#closing);
@@ -647,6 +660,51 @@ export class Worker {
         await this.#finish(active, { kind: "stopped", reason });
       },
     };
+  }
+
+  /** The envelope host of `active`'s run, with the lease check before each step's call. */
+  #host(active: Active, run: RunRecord, envelope: () => WorkflowEnvelope): EnvelopeHost {
+    return { ...this.#deps.host(run, envelope), holdLease: () => this.#holdLease(active) };
+  }
+
+  /**
+   * Before a step's function runs: undefined while this worker's own clock says the lease has at
+   * least a third of its time left (renewals come every third, so nearly always); otherwise the
+   * lease is renewed first, and a run whose renewal is refused or fails is stopped (the step is
+   * not called). A worker whose event loop stalled past its lease so never calls a step that
+   * another worker, having taken the run over, may have called already.
+   */
+  #holdLease(active: Active): Promise<void> | undefined {
+    if (active.leaseUntil - Date.now() > this.#opts.leaseMs / 3) return undefined;
+    active.renewing ??= this.#renewOne(active).finally(() => {
+      active.renewing = undefined;
+    });
+    return active.renewing;
+  }
+
+  async #renewOne(active: Active): Promise<void> {
+    const run = active.run;
+    const sentAt = Date.now();
+    let why: string | undefined;
+    try {
+      const lost = await this.#deps.backend.renewLeases({
+        workerId: this.id,
+        now: sentAt,
+        leaseMs: this.#opts.leaseMs,
+        runs: [{ runId: run.id, epoch: run.epoch }],
+      });
+      if (lost.length === 0) {
+        active.leaseUntil = Math.max(active.leaseUntil, sentAt + this.#opts.leaseMs);
+        return;
+      }
+      why = "another worker owns it now";
+    } catch (error) {
+      why = `the renewal failed (${firstLine(error instanceof Error ? error.message : String(error))})`;
+    }
+    this.#deps.logger.warn(`lease on run ${run.id} ran low before a step and could not be renewed: ${why}`);
+    active.envelope?.stop(
+      new LeaseLostError(`worker ${this.id} could not renew its lease on run ${run.id} before calling a step: ${why}`),
+    );
   }
 
   /** The reason of a claimed run's move to RUNNING, by the state it was claimed in. */
@@ -682,12 +740,17 @@ export class Worker {
   async #renew(): Promise<void> {
     if (this.#active.size === 0) return;
     try {
+      const sentAt = Date.now();
+      const held = [...this.#active.values()];
       const lost = await this.#deps.backend.renewLeases({
         workerId: this.id,
-        now: Date.now(),
+        now: sentAt,
         leaseMs: this.#opts.leaseMs,
-        runs: [...this.#active.values()].map((a) => ({ runId: a.run.id, epoch: a.run.epoch })),
+        runs: held.map((a) => ({ runId: a.run.id, epoch: a.run.epoch })),
       });
+      for (const active of held) {
+        if (!lost.includes(active.run.id)) active.leaseUntil = Math.max(active.leaseUntil, sentAt + this.#opts.leaseMs);
+      }
       for (const runId of lost) {
         const active = this.#active.get(runId);
         this.#deps.logger.warn(`lease on run ${runId} lost; another worker owns it now`);
@@ -716,7 +779,10 @@ export class Worker {
           }
         }
       }
-      for (const run of lapsed) await this.#interruptLost(run, now);
+      for (const run of lapsed) {
+        if (run.state === "PENDING") await this.#lostClaim(run, now);
+        else await this.#interruptLost(run, now);
+      }
       const recoverable = await backend.listRecoverable(this.#opts.maxAutoRecoveries, 100);
       for (const run of recoverable) {
         await this.#transition(
@@ -733,6 +799,36 @@ export class Worker {
     } catch (error) {
       this.#deps.logger.warn("recovery sweep failed", { error: String(error) });
     }
+  }
+
+  /**
+   * A PENDING run claimed by a worker that is gone before it started the run: nothing ran, so
+   * there is nothing to record; a lapsed claim is claimed again like any runnable run, and one held
+   * by a dead process of this host is taken over now rather than after its lease.
+   */
+  async #lostClaim(run: RunRecord, now: number): Promise<void> {
+    const lapsed = run.leaseExpiresAt !== null && run.leaseExpiresAt <= now;
+    if (lapsed) return this.poke();
+    if (run.leaseOwner !== null && isDeadLocalOwner(run.leaseOwner)) await this.takeOverClaim(run);
+  }
+
+  /**
+   * Claims `run` (PENDING, claimed by a worker known to be gone) from its lost owner and drives
+   * it, when this worker runs its agent and has a free slot. `resume` calls it too.
+   */
+  async takeOverClaim(run: RunRecord): Promise<void> {
+    if (this.#stopped || run.leaseOwner === null || this.#active.size >= this.#opts.concurrency) return;
+    const claimed = await this.#deps.backend.claimRun({
+      workerId: this.id,
+      now: Date.now(),
+      leaseMs: this.#opts.leaseMs,
+      runId: run.id,
+      agents: this.#deps.agentNames,
+      takeover: { epoch: run.epoch, leaseOwner: run.leaseOwner },
+    });
+    if (!claimed) return;
+    this.#deps.logger.warn(`took over run ${run.id}: worker ${run.leaseOwner} claimed it and is gone`);
+    this.#drive(claimed);
   }
 
   async #interruptLost(run: RunRecord, now: number): Promise<void> {

@@ -167,22 +167,24 @@ export function describeLeases(use: UseBackend): void {
   });
 
   describe("listExpiredLeases", () => {
-    it("lists runs in owned states whose lease lapsed at now, soonest first, up to limit", async () => {
+    it("lists leased runs (owned states, and PENDING runs claimed) whose lease lapsed at now, soonest first, up to limit", async () => {
       const b = use();
       const r1 = await runningRun(b, { now: T0 });
       const r2 = await runningRun(b, { now: T0 + 1 });
       const live = await runningRun(b, { now: T0 + 5 * LEASE_MS });
+      // Claimed and never started (its worker died before recording RUNNING): listed too.
       const pendingClaimed = await newRun(b);
-      await b.claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS, runId: pendingClaimed.id });
+      await b.claimRun({ workerId: "w1", now: T0 + 2, leaseMs: LEASE_MS, runId: pendingClaimed.id });
+      await newRun(b);
       const paused = await runningRun(b, { now: T0 });
       await b.transition(
         move(paused, "RUNNING", "PAUSED", { pausedReason: "awaiting_user", patch: { releaseLease: true } }),
       );
       const now = T0 + 2 * LEASE_MS;
       const expired = await b.listExpiredLeases(now, 10);
-      expect(expired.map((r) => r.id).sort()).toEqual([r1.id, r2.id].sort());
+      expect(expired.map((r) => r.id)).toEqual([r1.id, r2.id, pendingClaimed.id]);
       expect(expired.find((r) => r.id === r1.id)).toStrictEqual(await b.getRun(r1.id));
-      expect((await b.listExpiredLeases(now, 10)).map((r) => r.id)).toEqual([r1.id, r2.id]);
+      expect(expired.find((r) => r.id === pendingClaimed.id)).toStrictEqual(await b.getRun(pendingClaimed.id));
       expect((await b.listExpiredLeases(now, 1)).map((r) => r.id)).toEqual([r1.id]);
       expect(await b.listExpiredLeases(T0 + LEASE_MS - 1, 10)).toEqual([]);
       // A lease ending exactly now has lapsed: the same rule as claiming.

@@ -110,7 +110,10 @@ export class InMemoryBackend implements RuntimeBackend {
     // Map order is insertion order: oldest run first, as the contract asks.
     const candidates = request.runId === undefined ? this.#runs.values() : [this.#runs.get(request.runId)];
     for (const run of candidates) {
-      if (run && isClaimable(run, request.now, request.agents)) {
+      if (
+        run &&
+        isClaimable(run, request.now, request.agents, request.runId === undefined ? undefined : request.takeover)
+      ) {
         const next = claimed(run, request.workerId, request.now, request.leaseMs);
         this.#runs.set(run.id, next);
         return { ...next };
@@ -134,7 +137,10 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async listExpiredLeases(now: number, limit: number): Promise<RunRecord[]> {
     return [...this.#runs.values()]
-      .filter((r) => OWNED_STATES.has(r.state) && r.leaseExpiresAt !== null && r.leaseExpiresAt <= now)
+      .filter(
+        (r) =>
+          (OWNED_STATES.has(r.state) || r.state === "PENDING") && r.leaseExpiresAt !== null && r.leaseExpiresAt <= now,
+      )
       .sort((a, b) => (a.leaseExpiresAt as number) - (b.leaseExpiresAt as number))
       .slice(0, limit)
       .map((r) => ({ ...r }));

@@ -353,6 +353,31 @@ describe("PostgresBackend", () => {
     expect(waits.blocks).toBeLessThan((await pages("waits")) / 2);
   });
 
+  it("finds claims of PENDING runs whose lease lapsed without reading a backlog of PENDING runs", async () => {
+    const backend = await open();
+    const q = pg.escapeIdentifier(backend.schema);
+    // A backlog of 100,000 PENDING runs nobody has claimed, and one claimed whose worker is gone.
+    await db.query(
+      `INSERT INTO ${q}.runs (id, agent, workflow, state, input, epoch, recoveries, last_transition_id, versions, meta, created_at, updated_at,
+                              lease_owner, lease_expires_at)
+       SELECT 'r' || lpad(g::text, 6, '0'), 'a', 'w', 'PENDING', '{}', CASE WHEN g = 7 THEN 1 ELSE 0 END, 0, 1, '{}', '{}', g, g,
+              CASE WHEN g = 7 THEN 'gone:1:x' END, CASE WHEN g = 7 THEN 5 END
+       FROM generate_series(1, 100000) AS g`,
+    );
+    await db.query(`ANALYZE ${q}.runs`);
+    expect((await backend.listExpiredLeases(10, 100)).map((r) => r.id)).toEqual(["r000007"]);
+    const { rows } = await db.query(
+      `EXPLAIN (ANALYZE, BUFFERS, FORMAT JSON) ${statements(backend.schema).listExpired.text}`,
+      [10, 100],
+    );
+    type Plan = { "Shared Hit Blocks": number; "Shared Read Blocks": number };
+    const plan = ((rows[0]?.["QUERY PLAN"] ?? []) as { Plan: Plan }[])[0]?.Plan;
+    const pages = (
+      await db.query<{ relpages: number }>(`SELECT relpages FROM pg_class WHERE oid = '${q}.runs'::regclass`)
+    ).rows[0]?.relpages;
+    expect((plan?.["Shared Hit Blocks"] ?? 0) + (plan?.["Shared Read Blocks"] ?? 0)).toBeLessThan((pages ?? 0) / 10);
+  });
+
   it("claims with start: the PENDING runs go RUNNING in the claim's statement, as the shared rule moves them; other runs are leased only", async () => {
     const backend = await open();
     const fresh = [await newRun(backend, { at: T0 }), await newRun(backend, { at: T0 + 1 })];

@@ -311,7 +311,9 @@ export class PostgresBackend implements RuntimeBackend {
           : await this.#db.query<RunRow>(client, this.#s.lockRun, [request.runId]);
       if (!row) return undefined;
       const run = rowToRun(row);
-      if (!isClaimable(run, request.now, request.agents)) return undefined;
+      if (!isClaimable(run, request.now, request.agents, request.runId === undefined ? undefined : request.takeover)) {
+        return undefined;
+      }
       const next = claimed(run, request.workerId, request.now, request.leaseMs);
       await this.#db.query(client, this.#s.setLease, [
         next.id,

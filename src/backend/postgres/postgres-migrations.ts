@@ -215,6 +215,15 @@ CREATE TABLE ${s}.journal (
 );
 `,
   },
+  {
+    version: 6,
+    name: "claimed runs not started are indexed",
+    // The recovery sweep finds PENDING runs a worker claimed and died before starting (their lease
+    // held by a process that is gone): without this index, that meant reading every PENDING run.
+    sql: (s) => `
+CREATE INDEX runs_claimed_pending ON ${s}.runs (lease_expires_at, id) WHERE state = 'PENDING' AND lease_owner IS NOT NULL;
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

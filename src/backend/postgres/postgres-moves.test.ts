@@ -2,6 +2,7 @@ import pg from "pg";
 import { describe, expect, it } from "vitest";
 import { backendPerTest } from "../../../test/helpers/postgres-backend-per-test.ts";
 import { until } from "../../../test/helpers/runtime-helpers.ts";
+import { StorageRejectedError } from "../../core/errors.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { fullStep, move, runningRun, storedState, T0 } from "../conformance/conformance-fixtures.ts";
@@ -135,13 +136,15 @@ describe("PostgresBackend moves plain transitions in one statement", () => {
     const runs = await Promise.all(Array.from({ length: 3 }, () => runningRun(b)));
     const [first, bad, last] = runs as [RunRecord, RunRecord, RunRecord];
     // A NUL in a text column: PostgreSQL refuses it in any statement that reads it from JSON.
+    // (Reasons are made storable before they get here; an actor's id is taken as given.)
     const outcomes = await Promise.allSettled([
       b.transition(endOf(first)),
-      b.transition({ ...endOf(bad), reason: "tool said \u0000 and stopped" }),
+      b.transition({ ...endOf(bad), actor: { kind: "worker", id: "w\u0000" } }),
       b.transition(endOf(last)),
     ]);
     expect(outcomes.map((o) => o.status)).toEqual(["fulfilled", "rejected", "fulfilled"]);
     expect(String((outcomes[1] as PromiseRejectedResult).reason)).toContain("unsupported Unicode escape sequence");
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(StorageRejectedError);
     expect((await b.getRun(bad.id))?.state).toBe("RUNNING");
     for (const run of [first, last]) expect((await b.getRun(run.id))?.state).toBe("COMPLETED");
   });

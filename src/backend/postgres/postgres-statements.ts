@@ -429,8 +429,15 @@ export function statements(schema: string): Statements {
        RETURNING r.id`,
     ),
     listExpired: sql(
-      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
-       WHERE state IN (${OWNED_LIST}) AND lease_expires_at IS NOT NULL AND lease_expires_at <= $1
+      // Runs in an owned state, and PENDING runs a worker claimed and did not start (migration 6
+      // indexes those, so a backlog of PENDING runs is not read).
+      `(SELECT ${RUN_COLUMNS} FROM ${s}.runs
+        WHERE state IN (${OWNED_LIST}) AND lease_expires_at IS NOT NULL AND lease_expires_at <= $1
+        ORDER BY lease_expires_at, id LIMIT $2)
+       UNION ALL
+       (SELECT ${RUN_COLUMNS} FROM ${s}.runs
+        WHERE state = 'PENDING' AND lease_owner IS NOT NULL AND lease_expires_at <= $1
+        ORDER BY lease_expires_at, id LIMIT $2)
        ORDER BY lease_expires_at, id
        LIMIT $2`,
     ),

@@ -148,7 +148,8 @@ export function prepareStatements(db: Db): Statements {
       "UPDATE runs SET lease_expires_at = ? WHERE id = ? AND epoch = ? AND lease_owner = ?",
     ),
     listExpired: db.prepare<[number, number], RunRow>(
-      `SELECT * FROM runs WHERE state IN (${OWNED_LIST}) AND lease_expires_at IS NOT NULL AND lease_expires_at <= ?
+      `SELECT * FROM runs WHERE lease_owner IS NOT NULL AND state IN (${OWNED_LIST}, 'PENDING')
+         AND lease_expires_at IS NOT NULL AND lease_expires_at <= ?
        ORDER BY lease_expires_at, id LIMIT ?`,
     ),
     listRecoverable: db.prepare<[number, number], RunRow>(

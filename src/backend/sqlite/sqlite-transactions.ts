@@ -126,7 +126,9 @@ export function prepareTransactions(db: Db, s: Statements, file: string, inlineL
         request.runId === undefined ? s.claimNext.get(request.now, agents, agents) : s.getRun.get(request.runId);
       if (!row) return undefined;
       const run = rowToRun(row);
-      if (!isClaimable(run, request.now, request.agents)) return undefined;
+      if (!isClaimable(run, request.now, request.agents, request.runId === undefined ? undefined : request.takeover)) {
+        return undefined;
+      }
       const next = claimed(run, request.workerId, request.now, request.leaseMs);
       s.setLease.run(next.epoch, next.leaseOwner, next.leaseExpiresAt, next.updatedAt, next.id);
       return next;
