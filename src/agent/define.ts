@@ -192,8 +192,17 @@ export function makeAgent(spec: {
     compatibleVersions: Object.freeze([...(spec.compatibleVersions ?? [])]),
     compensate,
     budget: Object.freeze(budget),
-    tools: Object.freeze({ ...tools }),
-    workflows: Object.freeze({ ...workflows }),
-    inputs: Object.freeze({ ...inputs }) as WorkflowInputs<Record<string, WorkflowFunction>>,
+    tools: byName(tools),
+    workflows: byName(workflows),
+    inputs: byName(inputs) as WorkflowInputs<Record<string, WorkflowFunction>>,
   });
+}
+
+/**
+ * A frozen copy of `entries` without a prototype: a name that comes from outside (a workflow named
+ * in a request, a tool a model chose) finds only what the agent defines, never `constructor` or
+ * `toString`.
+ */
+function byName<V>(entries: Readonly<Record<string, V>>): Readonly<Record<string, V>> {
+  return Object.freeze(Object.assign(Object.create(null) as Record<string, V>, entries));
 }

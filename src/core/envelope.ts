@@ -33,8 +33,12 @@ import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
+import { checkText } from "./text.ts";
 import { ToolAttemptContext } from "./tool-context.ts";
 import { type PauseOutcome, settleChild, type WaitSpec, WaitSteps } from "./wait-steps.ts";
+
+/** Longest name a step takes (a tool, a signal, a domain entity, an approval's action, a model). */
+const MAX_STEP_NAME_LENGTH = 512;
 
 /** How an envelope's execution ended. */
 export type EnvelopeOutcome =
@@ -508,6 +512,8 @@ export class WorkflowEnvelope {
     }
     if (this.#diverged) throw this.#diverged;
     if (this.#cancel.signal.aborted) throw this.#cancel.signal.reason;
+    // A name is stored as text (a signal's name, a domain's entity, an approval's action).
+    checkText(name, `the name of ${kind} step "${name}" (run ${this.#run.id})`, { maxLength: MAX_STEP_NAME_LENGTH });
     const seq = ++this.#seq;
     if (seq > this.#host.maxSteps) {
       throw new StepLimitError(

@@ -14,6 +14,7 @@ import type { JournalWriter } from "./journal-writer.ts";
 import type { Json, RunRecord, StepRecord, WaitKind, WaitRecord, WaitResolution } from "./records.ts";
 import type { PausedReason } from "./run-state.ts";
 import { toJson } from "./serialize.ts";
+import { storableText } from "./text.ts";
 
 /**
  * The wait steps of a workflow (`ctx.waitForSignal`, `askUser`, `sleep`, `requestApproval`,
@@ -212,7 +213,8 @@ export class WaitSteps {
     const jsonSchema = schema ? (z.toJSONSchema(schema, { unrepresentable: "any" }) as Json) : null;
     return {
       kind: "user",
-      name: question,
+      // The wait's name is text for listings; the question itself is kept exactly in its details.
+      name: storableText(String(question)),
       stepName: "ask",
       args: { question, timeoutMs: timeoutMs ?? null },
       details: { question, schema: jsonSchema },

@@ -25,6 +25,16 @@ import { RESUMABLE_FAILURES } from "../core/transitions.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
 import { Worker } from "../worker/worker.ts";
 import { isDeadLocalOwner } from "../worker/worker-id.ts";
+import {
+  checkActor,
+  checkId,
+  checkName,
+  checkNote,
+  checkOptionalName,
+  checkRunFilter,
+  checkStartOptions,
+  checkVerdict,
+} from "./client-checks.ts";
 import { type Clock, systemClock } from "./clock.ts";
 import {
   type ContractOperationsHost,
@@ -220,8 +230,12 @@ export class Runtime {
     options: StartOptions = {},
   ): Promise<RunHandle> {
     await this.#ready();
-    const agent = this.#agent(typeof agentRef === "string" ? agentRef : toAgentDefinition(agentRef).name);
-    if (!agent.workflows[workflow]) {
+    const agent = this.#agent(
+      typeof agentRef === "string" ? checkName(agentRef, "agent") : toAgentDefinition(agentRef).name,
+    );
+    checkName(workflow, "workflow");
+    checkStartOptions(options, this.#maxPayloadBytes);
+    if (!Object.hasOwn(agent.workflows, workflow)) {
       throw new UnknownNameError(
         "UNKNOWN_WORKFLOW",
         `unknown workflow "${workflow}" in agent "${agent.name}" (known: ${Object.keys(agent.workflows).join(", ")})`,
@@ -258,6 +272,7 @@ export class Runtime {
 
   /** The run as stored; throws `RunNotFoundError` when there is none. */
   async getRun(runId: string): Promise<RunRecord> {
+    checkId(runId);
     await this.#readable();
     const run = await this.backend.getRun(runId);
     if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs\``);
@@ -265,6 +280,7 @@ export class Runtime {
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
+    checkRunFilter(filter);
     await this.#readable();
     return this.backend.listRuns(filter);
   }
@@ -341,6 +357,8 @@ export class Runtime {
    * The run goes RESUMING and a worker replays it from its checkpoints.
    */
   async resume(runId: string, options: { by?: Actor; reason?: string } = {}): Promise<RunHandle> {
+    checkActor(options.by);
+    checkNote(options.reason, "reason");
     await this.#ready();
     let run = await this.getRun(runId);
     const by = options.by ?? { kind: "user", id: "local" };
@@ -469,6 +487,10 @@ export class Runtime {
     payload?: unknown,
     options: SignalOptions = {},
   ): Promise<{ duplicate: boolean; deliveredTo: string | null; messageId: string }> {
+    checkId(runId);
+    checkName(name, "signal name");
+    checkOptionalName(options.messageId, "messageId");
+    checkActor(options.by);
     await this.#ready();
     const result = await sendSignal(this.#ops(), runId, name, payload, options);
     if (result.transition) this.#worker?.poke();
@@ -485,6 +507,9 @@ export class Runtime {
     value: unknown,
     options: { by?: Actor | string } = {},
   ): Promise<WaitRecord> {
+    checkId(runId);
+    checkId(waitId, "wait id");
+    checkActor(options.by);
     await this.#ready();
     const result = await answerQuestion(this.#ops(), runId, waitId, value, options);
     if (result.transition) this.#worker?.poke();
@@ -511,6 +536,11 @@ export class Runtime {
     decision: "approved" | "denied",
     options: DecisionOptions,
   ): Promise<WaitRecord> {
+    checkId(runId);
+    checkId(approvalId, "approval id");
+    checkActor(options?.by);
+    checkNote(options?.digest, "digest");
+    checkNote(options?.note, "note");
     await this.#ready();
     const result = await decideApproval(this.#ops(), runId, approvalId, decision, options);
     if (result.transition) this.#worker?.poke();
@@ -524,6 +554,9 @@ export class Runtime {
    * as the request left it (`waitFor` it to see it end).
    */
   async cancel(runId: string, options: { by?: Actor | string; reason?: string } = {}): Promise<RunRecord> {
+    checkId(runId);
+    checkActor(options.by);
+    checkNote(options.reason, "reason");
     await this.#ready();
     const run = await cancelRun(this.#ops(), runId, options);
     this.#worker?.noticeStop(runId);
@@ -553,6 +586,10 @@ export class Runtime {
    * moves RECONCILING -> RUNNING and on.
    */
   async reconcile(runId: string, effectId: string, options: ReconcileOptions): Promise<RunRecord> {
+    checkId(runId);
+    checkId(effectId, "effect id");
+    checkActor(options?.by);
+    checkNote(options?.note, "note");
     await this.#ready();
     const run = await reconcileEffect(this.#ops(), runId, effectId, options);
     this.#worker?.poke();
@@ -587,6 +624,7 @@ export class Runtime {
    * }
    */
   events(runId: string, options: RunEventsOptions = {}): AsyncIterable<RunEvent> {
+    checkId(runId);
     return this.#events.read(runId, { ...options, checkMs: 1000 }, async () => {
       const run = await this.backend.getRun(runId);
       return run !== undefined && this.#ended(run);
@@ -730,12 +768,14 @@ export class Runtime {
    * `AlreadyDecidedError` for a run that has a verdict already.
    */
   async accept(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
+    checkVerdict(options);
     await this.#ready();
     return recordVerdict(this.#contractOps(), runId, "accepted", options);
   }
 
   /** Rejects the outcome of a COMPLETED run; the same rules as {@link Runtime.accept}. */
   async reject(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
+    checkVerdict(options);
     await this.#ready();
     return recordVerdict(this.#contractOps(), runId, "rejected", options);
   }
@@ -745,6 +785,8 @@ export class Runtime {
    * accepted, rejected and unreviewed completed runs and the cost per accepted job.
    */
   async costReport(filter: CostFilter = {}): Promise<CostReport> {
+    checkOptionalName(filter.agent, "filter.agent");
+    checkOptionalName(filter.workflow, "filter.workflow");
     await this.#readable();
     return reportCosts(this.#contractOps(), filter);
   }
