@@ -78,6 +78,8 @@ export interface BackendUnderTest {
   readonly worker: WorkerOptions;
   /** Runtimes on this backend, shut down after each test. */
   readonly runtimes: Runtimes;
+  /** The PostgreSQL test database's URL (postgres only; call inside a test), for a test's own SQL. */
+  databaseUrl(): string | undefined;
 }
 
 /** `CAIRN_TEST_BACKENDS` (comma-separated names), or all of them. */
@@ -172,7 +174,7 @@ class TestState {
       },
       closeAll: () => this.closeRuntimes(),
     };
-    return { name: this.name, backend: () => this.backend(), worker, runtimes };
+    return { name: this.name, backend: () => this.backend(), worker, runtimes, databaseUrl: () => this.db?.url };
   }
 
   backend(): RuntimeBackend {
