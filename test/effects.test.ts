@@ -7,7 +7,6 @@ import {
   EffectNotAppliedError,
   EffectNotFoundError,
   EffectRefusedError,
-  IllegalTransitionError,
   InvalidInputError,
 } from "../src/index.ts";
 import { forEachBackend, intercept } from "./helpers/backends.ts";
@@ -335,16 +334,24 @@ forEachBackend((under) => {
       expect((await rt.history(handle.id)).transitions).toHaveLength(before.transitions.length);
     });
 
-    it("a run waiting for reconciliation can be cancelled; a reconcile after that is refused", async () => {
+    it("a cancel of a run waiting for reconciliation waits for the operator's decision, then ends it CANCELLED", async () => {
       const { agent, w } = agentWith({ name: "cancel_unresolved", script: ["apply-then-throw"] });
       const rt = runtimes.make({ agents: [agent] });
       const handle = await rt.run("cancel_unresolved", "go", { id: "c" });
       await rt.waitFor(handle.id);
       await rt.cancel(handle.id, { by: "carol", reason: "will check by hand" });
+      // Ended now, the effect of unknown outcome could never be reconciled: the cancel waits.
+      const waiting = await rt.waitFor(handle.id);
+      expect(waiting.state).toBe("NEEDS_RECONCILIATION");
+      expect(waiting.stopRequest?.kind).toBe("cancel");
+      await rt.reconcile(handle.id, "e2", { outcome: "applied", by: "carol", note: "found it in the ledger" });
       const run = await rt.waitFor(handle.id);
       expect(run.state).toBe("CANCELLED");
-      await expect(rt.reconcile(handle.id, "e2", { outcome: "applied" })).rejects.toThrow(IllegalTransitionError);
+      await expect(rt.reconcile(handle.id, "e2", { outcome: "applied" })).rejects.toThrow(EffectNotFoundError);
       expect(w.calls).toHaveLength(1);
+      const { effect, step } = effectOf((await rt.history(handle.id)).steps);
+      expect(step.status).toBe("completed");
+      expect(effect).toMatchObject({ status: "applied", settledBy: "reconcile" });
     });
   });
 });

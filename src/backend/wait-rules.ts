@@ -5,6 +5,7 @@ import {
   WaitClosedError,
   WaitNotFoundError,
 } from "../core/errors.ts";
+import { withPendingCancel } from "../core/pending-cancel.ts";
 import type {
   RunRecord,
   SignalRecord,
@@ -259,13 +260,13 @@ export interface EndContext {
 }
 
 /**
- * `requestStop`: the backend loads the run and, for a cancel of a NEEDS_RECONCILIATION run, what
- * `planEnd` needs (`end`, as for a transition into an ended state). A terminal run is left as it
- * is; a PENDING run is cancelled at once, and so is a NEEDS_RECONCILIATION one (no worker
- * claims it: it waits for an operator), whose end then does what `planEnd` says; a PAUSED or
- * INTERRUPTED run moves to where a worker carries the request out (CANCELLING, or RESUMING to be
- * suspended); a run a worker holds keeps the request for it — so does any run under a live lease
- * (a PENDING run claimed but not started yet).
+ * `requestStop`: the backend loads the run. A terminal run is left as it is; a PENDING run is
+ * cancelled at once; a PAUSED or INTERRUPTED run moves to where a worker carries the request out
+ * (CANCELLING, or RESUMING to be suspended); a run a worker holds keeps the request for it — so
+ * does any run under a live lease (a PENDING run claimed but not started yet) and a
+ * NEEDS_RECONCILIATION run, whose cancel waits for the operator's `reconcile` (an effect's outcome
+ * is unknown: the run must not end as if it were known). `end` is no longer used (see
+ * {@link stopMayEnd}).
  */
 export function planStop(input: { run: RunRecord | undefined; request: StopRunRequest; end?: EndContext }): Plan {
   const plan = new Plan();
@@ -274,14 +275,17 @@ export function planStop(input: { run: RunRecord | undefined; request: StopRunRe
   // parent's wait on it (`planEnd`); a top-level PENDING run is cancelled at once.
   stopInPlan(plan, input.run, input.request.request, input.request.versions, {
     cancelPendingAtOnce: input.run.parentRunId === null,
-    end: input.end,
   });
   return plan;
 }
 
-/** Whether `requestStop` needs the end context of `run` (see {@link planStop}). */
-export function stopMayEnd(run: RunRecord | undefined, request: StopRequest): boolean {
-  return run !== undefined && run.state === "NEEDS_RECONCILIATION" && request.kind === "cancel";
+/**
+ * Whether `requestStop` needs the end context of `run`: never now. It did when a cancel ended a
+ * NEEDS_RECONCILIATION run at once; that cancel now waits for the operator (see {@link planStop}),
+ * and the backends' loading of the context for it can go.
+ */
+export function stopMayEnd(_run: RunRecord | undefined, _request: StopRequest): boolean {
+  return false;
 }
 
 function stopInPlan(
@@ -289,15 +293,7 @@ function stopInPlan(
   loaded: RunRecord,
   request: StopRequest,
   versions: Versions,
-  options: {
-    cancelPendingAtOnce: boolean;
-    /**
-     * What `planEnd` needs of this run: a NEEDS_RECONCILIATION run is cancelled at once only with
-     * it (a child stopped by its parent's end keeps the request until an operator reconciles it
-     * or cancels it).
-     */
-    end: EndContext | undefined;
-  },
+  options: { cancelPendingAtOnce: boolean },
 ): void {
   const run = plan.current(loaded);
   if (isTerminal(run.state) && run.state !== "INTERRUPTED") return;
@@ -326,24 +322,10 @@ function stopInPlan(
       });
       return;
     }
-    if (run.state === "NEEDS_RECONCILIATION" && options.end) {
-      // No worker holds or claims it: it waits for an operator, whose cancel ends it here.
-      const ended = plan.transition(withRequest, {
-        ...common,
-        to: "CANCELLED",
-        reason: `cancelled by ${request.by.kind} ${request.by.id} while it needed reconciliation: ${request.reason}`,
-        patch: {
-          error: {
-            name: "CancelledError",
-            code: "CANCELLED",
-            message: `cancelled while it needed reconciliation: ${request.reason}`,
-            // The effect whose outcome nobody could tell stays as it was: "during" it.
-            data: { by: request.by.id, stopped: "during_step", inFlight: [] },
-            ...(run.error ? { cause: run.error } : {}),
-          },
-        },
-      });
-      planEnd({ ended, ...options.end, at: request.at, plan });
+    if (run.state === "NEEDS_RECONCILIATION") {
+      // No worker holds or claims it: it waits for an operator, and so does the cancel. Ended now,
+      // its unknown effect could never be reconciled; the reconcile lets a worker finish the cancel.
+      plan.update({ ...withRequest, error: withPendingCancel(run.error, request) });
       return;
     }
     if (run.state === "PAUSED" || run.state === "INTERRUPTED") {
@@ -410,7 +392,7 @@ export function planEnd(input: {
       },
       child.versions,
       // The parent is ending in this very transaction: nothing waits on the child any more.
-      { cancelPendingAtOnce: true, end: undefined },
+      { cancelPendingAtOnce: true },
     );
   }
 }

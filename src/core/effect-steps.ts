@@ -1,7 +1,8 @@
 import type { EffectStatusAnswer, ToolEffect } from "../agent/agent.ts";
 import { EffectNotAppliedError, InvalidDefinitionError } from "./errors.ts";
-import type { EffectRecord, Json, StepRecord } from "./records.ts";
+import type { EffectRecord, Json, StatusAnswer, StepRecord } from "./records.ts";
 import { toJson } from "./serialize.ts";
+import { storableText } from "./text.ts";
 
 /**
  * What the step executor needs to run a step as an effect (DESIGN §5): how to write its intent,
@@ -46,55 +47,178 @@ export function lastAttemptOpen(step: StepRecord): boolean {
   return last.error !== undefined && !saysNotApplied(last.error);
 }
 
-/** How an open outcome was settled. */
-export type Settlement =
+/**
+ * How an open outcome was settled; `answer` is the status query's answer, when it was asked (an
+ * idempotent effect retried without a query has none).
+ */
+export type Settlement = (
   | { outcome: "applied"; result: Json; receipt: Json }
   | { outcome: "not_applied" }
-  | { outcome: "unknown"; why: string };
+  | { outcome: "unknown"; why: string }
+) & { answer?: StatusAnswer };
+
+/** What {@link settleOpenAttempt} needs besides the effect and its step. */
+export interface SettleOptions {
+  /** The run's stop signal (not a cancellation: a cancelled run still asks). */
+  signal: AbortSignal;
+  /** Names the step in messages, e.g. `tool "pay" (run r1, step 2)`. */
+  label: string;
+  maxPayloadBytes: number;
+  now(): number;
+  /**
+   * A `not_applied` is followed by another attempt. Without a status query an idempotent effect
+   * is then simply run again; when nothing runs again (the run is cancelled) nobody can tell
+   * whether it happened, so its outcome is unknown.
+   */
+  retrying: boolean;
+  /** After this long without an answer, the query's answer counts as `unknown`. @default no limit */
+  timeoutMs?: number | undefined;
+}
 
 /**
- * Settles an attempt of unknown outcome: asks the status query; without one, an idempotent
- * effect is retried (`not_applied` stands for "safe to run again") and any other is unknown.
- * `signal` is the run's stop signal (not a cancellation: a cancelled run still asks).
+ * Settles an attempt of unknown outcome: asks the status query; without one, an idempotent effect
+ * that will be retried is `not_applied` (standing for "safe to run again") and any other is
+ * unknown. A query that throws, answers nonsense or does not answer within `timeoutMs` counts as
+ * unknown. Rejects with the stop signal's reason when the run is stopped meanwhile.
  */
 export async function settleOpenAttempt(
-  spec: EffectSpec,
+  spec: Pick<EffectSpec, "status" | "idempotent">,
   step: StepRecord,
-  signal: AbortSignal,
-  label: string,
-  maxPayloadBytes: number,
+  options: SettleOptions,
 ): Promise<Settlement> {
+  const { signal, label, maxPayloadBytes } = options;
   const last = step.attempts.at(-1);
   const what = last?.error
     ? `attempt ${last.attempt} ended with ${last.error.name}: ${last.error.message}`
     : "its attempt was cut off";
   if (!spec.status) {
-    if (spec.idempotent) return { outcome: "not_applied" };
+    if (spec.idempotent && options.retrying) return { outcome: "not_applied" };
     return {
       outcome: "unknown",
-      why: `${what}; the tool has no status query and is not declared idempotent, so running it again could apply it twice`,
+      why: spec.idempotent
+        ? `${what}; the tool has no status query, and although it is idempotent it is not run again (the run is cancelled), so nobody can tell whether it happened`
+        : `${what}; the tool has no status query and is not declared idempotent, so running it again could apply it twice`,
     };
   }
+  // Text from the tool and its query is stored as it is said, made storable (no NUL, no lone surrogate).
+  const answered = (outcome: StatusAnswer["outcome"], note?: string): StatusAnswer => ({
+    at: options.now(),
+    attempt: last?.attempt ?? 0,
+    outcome,
+    ...(note ? { note: storableText(String(note)) } : {}),
+  });
   let answer: EffectStatusAnswer;
   try {
-    answer = await spec.status(signal);
+    answer = await ask(spec.status, signal, options.timeoutMs);
   } catch (error) {
     if (signal.aborted) throw signal.reason;
-    return {
-      outcome: "unknown",
-      why: `${what}; its status query failed: ${(error as Error)?.message ?? String(error)}`,
-    };
+    const note =
+      error instanceof StatusQueryTimeout
+        ? error.message
+        : `the status query failed: ${(error as Error)?.message ?? String(error)}`;
+    return { outcome: "unknown", why: storableText(`${what}; ${note}`), answer: answered("unknown", note) };
   }
+  if (signal.aborted) throw signal.reason;
   if (answer?.outcome === "applied") {
     return {
       outcome: "applied",
       result: toJson(answer.result ?? null, `the result of ${label} (from its status query)`, maxPayloadBytes) ?? null,
       receipt: toJson(answer.receipt ?? { statusQuery: "applied" }, `the receipt of ${label}`, maxPayloadBytes) ?? null,
+      answer: answered("applied"),
     };
   }
-  if (answer?.outcome === "not_applied") return { outcome: "not_applied" };
-  const note = answer?.outcome === "unknown" && answer.note ? `: ${answer.note}` : "";
-  return { outcome: "unknown", why: `${what}; its status query could not tell${note}` };
+  if (answer?.outcome === "not_applied") return { outcome: "not_applied", answer: answered("not_applied") };
+  const note =
+    answer?.outcome === "unknown"
+      ? answer.note
+      : `the status query answered ${JSON.stringify(answer) ?? String(answer)}, not an outcome`;
+  return {
+    outcome: "unknown",
+    why: storableText(`${what}; its status query could not tell${note ? `: ${note}` : ""}`),
+    answer: answered("unknown", note),
+  };
+}
+
+/** The status query took longer than it was given. */
+class StatusQueryTimeout extends Error {}
+
+/** Asks `query`, giving up after `timeoutMs` (its signal fires then too) when that is set. */
+async function ask(
+  query: NonNullable<EffectSpec["status"]>,
+  signal: AbortSignal,
+  timeoutMs: number | undefined,
+): Promise<EffectStatusAnswer> {
+  if (timeoutMs === undefined) return query(signal);
+  const limit = new AbortController();
+  const onStop = () => limit.abort(signal.reason);
+  if (signal.aborted) throw signal.reason;
+  signal.addEventListener("abort", onStop, { once: true });
+  const given = new Promise<never>((_, reject) => {
+    limit.signal.addEventListener("abort", () => reject(limit.signal.reason), { once: true });
+  });
+  const timer = setTimeout(
+    () => limit.abort(new StatusQueryTimeout(`its status query gave no answer within ${timeoutMs} ms`)),
+    timeoutMs,
+  );
+  // A query that ignores its signal may still answer later: that answer is not waited for.
+  const asked = Promise.resolve().then(() => query(limit.signal));
+  asked.catch(() => {});
+  given.catch(() => {});
+  try {
+    return await Promise.race([asked, given]);
+  } finally {
+    clearTimeout(timer);
+    signal.removeEventListener("abort", onStop);
+  }
+}
+
+/**
+ * Writes a settlement on `step` (at `at`): the query's answer joins the effect's answers; applied
+ * completes the step with the answer's result and receipt; a `not_applied` the query gave makes
+ * the effect `not_applied` (a retry's new intent follows, or nothing does); unknown records why.
+ */
+export function recordSettlement(step: StepRecord, settled: Settlement, at: number): void {
+  const effect = step.effect;
+  if (!effect) return;
+  const answers = settled.answer ? [...(effect.statusAnswers ?? []), settled.answer] : effect.statusAnswers;
+  const kept = answers ? { statusAnswers: answers } : {};
+  if (settled.outcome === "applied") {
+    step.status = "completed";
+    step.result = settled.result;
+    step.endedAt = at;
+    step.effect = {
+      ...effect,
+      ...kept,
+      status: "applied",
+      receipt: settled.receipt,
+      settledBy: "status",
+      settledAt: at,
+      unknown: undefined,
+    };
+  } else if (settled.outcome === "unknown") {
+    step.effect = { ...effect, ...kept, status: "unknown", unknown: settled.why };
+  } else if (settled.answer) {
+    step.effect = {
+      ...effect,
+      ...kept,
+      status: "not_applied",
+      settledBy: "status",
+      settledAt: at,
+      unknown: undefined,
+    };
+  }
+}
+
+/** The status query of effect tool `tool` for one call (its arguments and its step), bound to its key. */
+export function statusQuery(
+  declared: ToolEffect,
+  call: { runId: string; agent: string; tool: string; seq: number; args: unknown },
+  idempotencyKey: () => string,
+): EffectSpec["status"] {
+  const status = declared.status;
+  if (!status) return undefined;
+  const { runId, agent, tool, seq, args } = call;
+  return async (signal) => status({ runId, agent, tool, seq, idempotencyKey: idempotencyKey(), signal }, args);
 }
 
 /**
@@ -130,7 +254,6 @@ export function effectSpec(options: {
     return key;
   };
   const label = `tool "${tool}" (run ${runId}, step ${seq})`;
-  const status = declared.status;
   return {
     intent: () => ({
       id: `e${seq}`,
@@ -150,11 +273,10 @@ export function effectSpec(options: {
             ? declared.compensate
             : declared.compensate.tool,
       compensates: options.compensates,
+      statusAnswers: [],
     }),
     idempotent: declared.idempotent === true,
-    status: status
-      ? async (signal) => status({ runId, agent, tool, seq, idempotencyKey: idempotencyKey(), signal }, args)
-      : undefined,
+    status: statusQuery(declared, { runId, agent, tool, seq, args }, idempotencyKey),
     receipt: (result, attempt) =>
       toJson(
         declared.receipt ? declared.receipt(result) : { idempotencyKey: idempotencyKey(), attempt },

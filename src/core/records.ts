@@ -235,6 +235,24 @@ export interface EffectRecord {
   compensate: string | null;
   /** On a compensation's own effect: the seq of the effect it undoes. */
   compensates: number | undefined;
+  /**
+   * Every answer its status query gave, oldest first: each is part of the record, whatever
+   * followed it (a retry, a cancel, an operator's decision). Absent on records written before
+   * answers were kept.
+   */
+  statusAnswers?: StatusAnswer[];
+}
+
+/** One answer of an effect's status query (DESIGN §5). */
+export interface StatusAnswer {
+  /** When it answered. */
+  at: number;
+  /** The attempt whose outcome was asked about. */
+  attempt: number;
+  /** What it said. A query that threw, or gave no answer in time, counts as `unknown`. */
+  outcome: "applied" | "not_applied" | "unknown";
+  /** The query's note on an `unknown`, or why the answer counts as `unknown`. */
+  note?: string;
 }
 
 /** One journaled `ctx` operation. */

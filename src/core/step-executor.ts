@@ -2,6 +2,7 @@ import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import {
   type EffectSpec,
   lastAttemptOpen,
+  recordSettlement,
   type Settlement,
   saysNotApplied,
   settleOpenAttempt,
@@ -34,6 +35,8 @@ class Attempt implements StepExecution {
   readonly #record: AttemptRecord;
   readonly #writer: JournalWriter;
   readonly #limits: { label: string; maxPayloadBytes: number };
+  /** The run's stop signal: once it fired, this execution writes nothing more. */
+  readonly #stop: AbortSignal;
   constructor(
     step: StepRecord,
     record: AttemptRecord,
@@ -45,6 +48,7 @@ class Attempt implements StepExecution {
     this.#record = record;
     this.#writer = writer;
     this.signal = stop;
+    this.#stop = stop;
     this.#limits = limits;
   }
 
@@ -58,8 +62,9 @@ class Attempt implements StepExecution {
 
   heartbeat(details?: Json): void {
     // An attempt that already ended (it timed out but its function goes on) must not overwrite
-    // the details the next attempt is using.
-    if (this.#record.endedAt !== null) return;
+    // the details the next attempt is using; nor may one the run was stopped under (a tool that
+    // ignored its signal past a cancel's grace), whose step is settled by the worker since.
+    if (this.#record.endedAt !== null || this.#stop.aborted) return;
     this.#step.heartbeat =
       toJson(details ?? null, `the heartbeat details of ${this.#limits.label}`, this.#limits.maxPayloadBytes) ?? null;
     this.beat();
@@ -138,9 +143,12 @@ export async function executeStep<R>(options: {
     if (!step.effect) step.effect = effect.intent();
     // An attempt of an earlier execution left the outcome open: settle it before anything else.
     if (lastAttemptOpen(step)) {
-      const settled = await settle(effect, step, stop, limits.label, host);
+      const settled = await settle(effect, step, stop, limits.label, host, !options.cancel?.aborted);
       if (settled.outcome === "applied") return applied(step, host, writer, settled) as R;
-      if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled.why);
+      if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled, host);
+      // Not applied: recorded, and the loop below makes the next attempt (a new intent).
+      recordSettlement(step, settled, host.now());
+      if (settled.answer) writer.later(step, false);
     }
   }
   for (;;) {
@@ -157,8 +165,11 @@ export async function executeStep<R>(options: {
     }
     const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(record);
-    // A new attempt of an effect is a new intent (after a "not applied" from the query or an operator).
-    if (step.effect && step.effect.status !== "intended") step.effect = { ...step.effect, status: "intended" };
+    // A new attempt of an effect is a new intent (after a "not applied" from the tool, the query or
+    // an operator, each kept on the record: the attempt's error, the answers, the reconciliation).
+    if (step.effect && step.effect.status !== "intended") {
+      step.effect = { ...step.effect, status: "intended", settledBy: undefined, settledAt: undefined };
+    }
     await writer.before(step, effect !== undefined);
     // After the start record is queued, so the previous step's result still rides on its commit.
     const pause = host.breathe?.();
@@ -206,9 +217,12 @@ export async function executeStep<R>(options: {
       } else if (effect && !saysNotApplied(error)) {
         // The attempt may have applied the effect: settle that before retrying or failing.
         writer.later(step, false);
-        const settled = await settle(effect, step, stop, limits.label, host);
+        // A cancelled run runs nothing again: the outcome must be known without another attempt.
+        const settled = await settle(effect, step, stop, limits.label, host, !options.cancel?.aborted);
         if (settled.outcome === "applied") return applied(step, host, writer, settled) as R;
-        if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled.why);
+        if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled, host);
+        // The query said it did not happen: recorded before the retry's new intent, or the failure.
+        recordSettlement(step, settled, host.now());
       }
       if (options.cancel?.aborted || !isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
         return fail(step, host, writer, error);
@@ -264,8 +278,15 @@ async function settle(
   signal: AbortSignal,
   label: string,
   host: EnvelopeHost,
+  retrying: boolean,
 ): Promise<Settlement> {
-  const settled = await settleOpenAttempt(effect, step, signal, label, host.maxPayloadBytes);
+  const settled = await settleOpenAttempt(effect, step, {
+    signal,
+    label,
+    maxPayloadBytes: host.maxPayloadBytes,
+    now: () => host.now(),
+    retrying,
+  });
   host.log("info", `${label}: an attempt of unknown outcome was settled: ${settled.outcome}`, {
     runId: step.runId,
     seq: step.seq,
@@ -280,30 +301,23 @@ function applied(
   writer: JournalWriter,
   settled: Extract<Settlement, { outcome: "applied" }>,
 ): Json {
-  const at = host.now();
-  step.status = "completed";
-  step.result = settled.result;
-  step.endedAt = at;
-  if (step.effect) {
-    step.effect = {
-      ...step.effect,
-      status: "applied",
-      receipt: settled.receipt,
-      settledBy: "status",
-      settledAt: at,
-      unknown: undefined,
-    };
-  }
+  recordSettlement(step, settled, host.now());
   writer.later(step, true);
   return settled.result;
 }
 
 /** Nobody can tell whether the effect happened: record that, then stop for an operator. */
-async function unresolved(effect: EffectSpec, step: StepRecord, writer: JournalWriter, why: string): Promise<never> {
-  if (step.effect) step.effect = { ...step.effect, status: "unknown", unknown: why };
+async function unresolved(
+  effect: EffectSpec,
+  step: StepRecord,
+  writer: JournalWriter,
+  settled: Extract<Settlement, { outcome: "unknown" }>,
+  host: EnvelopeHost,
+): Promise<never> {
+  recordSettlement(step, settled, host.now());
   writer.later(step, true);
   await writer.flush();
-  return effect.unresolved(step, why);
+  return effect.unresolved(step, settled.why);
 }
 
 function noop(): void {}

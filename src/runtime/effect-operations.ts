@@ -1,5 +1,11 @@
-import { EffectNotFoundError, IllegalTransitionError, InvalidInputError } from "../core/errors.ts";
-import type { Actor, Json, RunRecord, StepRecord } from "../core/records.ts";
+import {
+  EffectNotFoundError,
+  IllegalTransitionError,
+  InvalidInputError,
+  type SerializedError,
+} from "../core/errors.ts";
+import { type PendingCancel, pendingCancel } from "../core/pending-cancel.ts";
+import type { Actor, Json, RunRecord, StepRecord, StopRequest } from "../core/records.ts";
 import { toJson } from "../core/serialize.ts";
 import type { WaitOperationsHost } from "./wait-operations.ts";
 
@@ -98,18 +104,55 @@ export async function reconcileEffect(
       },
     };
   }
+  // A cancel asked meanwhile waited for this decision: the worker carries it out next instead of
+  // resuming the workflow, and the run's error says so until then (with the steps it cut off).
+  const cancel = run.stopRequest?.kind === "cancel" ? run.stopRequest : undefined;
   const { run: moved, transition } = await host.backend.transition({
     runId,
     from: "NEEDS_RECONCILIATION",
     to: "RECONCILING",
     actor: by,
-    reason: `effect ${effectId} (tool "${step.name}", key ${step.effect.idempotencyKey}) reconciled as ${options.outcome} by ${by.kind} ${by.id}${options.note ? `: ${options.note}` : ""}`,
+    reason: `effect ${effectId} (tool "${step.name}", key ${step.effect.idempotencyKey}) reconciled as ${options.outcome} by ${by.kind} ${by.id}${options.note ? `: ${options.note}` : ""}${cancel ? "; the pending cancel is carried out next" : ""}`,
     versions: host.versions(run),
     at,
     fence: { unowned: true, now: Date.now() },
-    patch: { error: null },
+    patch: {
+      error: cancel
+        ? cancelPendingError(
+            run,
+            cancel,
+            steps,
+            `effect ${effectId} reconciled as ${options.outcome} by ${by.kind} ${by.id}`,
+          )
+        : null,
+    },
     steps: [updated],
   });
   host.emit([transition], moved);
   return moved;
+}
+
+/**
+ * The error of a RECONCILING run whose cancel is pending: the cancel as it was asked, and the
+ * steps that were in flight then (recorded when it began, else those still cut off: started steps
+ * other than waits, the effect just decided among them).
+ */
+function cancelPendingError(
+  run: RunRecord,
+  request: StopRequest,
+  steps: readonly StepRecord[],
+  decided: string,
+): SerializedError {
+  const known = pendingCancel(run.error);
+  const cancel: PendingCancel = {
+    by: known?.by ?? request.by.id,
+    reason: known?.reason ?? request.reason,
+    inFlight: known?.inFlight ?? steps.filter((s) => s.status === "started" && s.kind !== "wait").map((s) => s.seq),
+  };
+  return {
+    name: "CancelledError",
+    code: "CANCELLED",
+    message: `cancel pending (asked by ${request.by.kind} ${request.by.id}: ${request.reason}); ${decided}, and a worker carries the cancel out next, settling any other effect of open outcome first`,
+    data: { cancel },
+  };
 }

@@ -232,6 +232,11 @@ export interface ContractEffect {
   settledAt: string | null;
   /** Why the outcome is unknown, while it is. */
   unknown: string | null;
+  /**
+   * Every answer of the tool's status query, oldest first: the attempt it was asked about and
+   * what it said (a query that threw or did not answer in time is `unknown`, with why).
+   */
+  statusAnswers: { at: string; attempt: number; outcome: "applied" | "not_applied" | "unknown"; note: string | null }[];
   reconciliation: { outcome: "applied" | "not_applied"; by: Actor; at: string; note: string | null } | null;
   /** On a compensation's own effect: the seq of the effect it undoes. */
   compensates: number | null;
@@ -362,7 +367,7 @@ export function buildRunContract(input: RunContractInput): RunContract {
         versions: t.versions,
       })),
     },
-    checkpoint: checkpointOf(transitions, steps, effects, store),
+    checkpoint: checkpointOf(transitions, steps, effects, store, run),
     retries: retriesOf(steps, input.agent),
     effects,
     waits: waits.map(waitOf),
@@ -408,6 +413,7 @@ function checkpointOf(
   steps: readonly StepRecord[],
   effects: readonly ContractEffect[],
   store: RunContractInput["store"],
+  run: RunRecord,
 ): ContractCheckpoint {
   const last = transitions.at(-1);
   const completed = steps.filter((s) => s.status === "completed");
@@ -428,8 +434,15 @@ function checkpointOf(
     lastCompletedStep: completed.at(-1)?.seq ?? null,
     checkpointedSteps: replayed,
     stepsWithoutOutcome: open,
-    resumeRule: `A resume replays the workflow from its journal: the ${replayed} ${replayed === 1 ? "step" : "steps"} with a checkpointed outcome return it without running, ${rerun}, and ${settle}.`,
+    resumeRule: cancelPending(run)
+      ? `A cancel is pending until every effect of unknown outcome is reconciled: then a worker settles any other open effect (its tool's status query) and ends the run CANCELLED, or compensates it first, without replaying the workflow; ${settle}.`
+      : `A resume replays the workflow from its journal: the ${replayed} ${replayed === 1 ? "step" : "steps"} with a checkpointed outcome return it without running, ${rerun}, and ${settle}.`,
   };
+}
+
+/** A cancel waits for an operator's reconcile (DESIGN §5): it is carried out instead of a resume. */
+function cancelPending(run: RunRecord): boolean {
+  return run.stopRequest?.kind === "cancel" && (run.state === "NEEDS_RECONCILIATION" || run.state === "RECONCILING");
 }
 
 function retriesOf(steps: readonly StepRecord[], agent: AgentDefinition | undefined): ContractRetry[] {
@@ -502,6 +515,12 @@ function effectsOf(steps: readonly StepRecord[]): ContractEffect[] {
       settledBy: e.settledBy ?? null,
       settledAt: e.settledAt === undefined ? null : iso(e.settledAt),
       unknown: e.unknown ?? null,
+      statusAnswers: (e.statusAnswers ?? []).map((a) => ({
+        at: iso(a.at),
+        attempt: a.attempt,
+        outcome: a.outcome,
+        note: a.note ?? null,
+      })),
       reconciliation: e.reconciliation
         ? {
             outcome: e.reconciliation.outcome,

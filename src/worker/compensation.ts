@@ -1,5 +1,6 @@
 import type { AgentDefinition, CompensateMode } from "../agent/agent.ts";
 import type { TransitionRequest } from "../backend/backend.ts";
+import { withSteps } from "../core/cancel-settlement.ts";
 import { type CompensationOutcome, compensationTargets, type WorkflowEnvelope } from "../core/envelope.ts";
 import { CompensationFailedError, type SerializedError } from "../core/errors.ts";
 import type { Actor, RunRecord, StepRecord } from "../core/records.ts";
@@ -24,7 +25,10 @@ export interface CompensationDeps {
   actor: Actor;
   loadSteps(runId: string): Promise<StepRecord[]>;
   /** Writes a transition of the run (fenced by its epoch) and returns the run after it. */
-  transition(run: RunRecord, change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch">): Promise<RunRecord>;
+  transition(
+    run: RunRecord,
+    change: Pick<TransitionRequest, "to" | "actor" | "reason" | "patch" | "steps">,
+  ): Promise<RunRecord>;
   /** A fresh envelope on the run's journal (the worker tracks it, so a shutdown can stop it). */
   envelope(run: RunRecord, journal: StepRecord[]): WorkflowEnvelope;
   /** Ends the run the way an execution that stopped ends (lease lost, shutdown, failed write). */
@@ -35,15 +39,17 @@ export interface CompensationDeps {
  * Compensates `run` (RUNNING or CANCELLING) if it has applied effects with a declared
  * compensation: returns false (nothing done) when it has none, so the caller ends the run as it
  * would have. `why` says what ended the workflow; `error` is the run's error, kept on a
- * COMPENSATED run.
+ * COMPENSATED run. `settled`: steps not stored yet (effects a cancel settled), written with the
+ * move to COMPENSATING.
  */
 export async function compensateRun(
   deps: CompensationDeps,
   run: RunRecord,
   why: string,
   error: SerializedError,
+  settled: readonly StepRecord[] = [],
 ): Promise<boolean> {
-  const journal = await deps.loadSteps(run.id);
+  const journal = withSteps(await deps.loadSteps(run.id), settled);
   const targets = compensationTargets(journal);
   if (targets.length === 0) return false;
   const list = targets.map((s) => `${s.effect?.id} (${s.name})`).join(", ");
@@ -52,6 +58,7 @@ export async function compensateRun(
     actor: deps.actor,
     reason: `${why}; undoing ${targets.length} applied effect${targets.length === 1 ? "" : "s"}, newest first: ${list}`,
     patch: { error },
+    ...(settled.length > 0 ? { steps: settled } : {}),
   });
   const outcome: CompensationOutcome = await deps.envelope(compensating, journal).compensate();
   switch (outcome.kind) {

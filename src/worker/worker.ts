@@ -2,7 +2,7 @@ import { setImmediate as nextTurn } from "node:timers/promises";
 import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
 import { usageOfSteps } from "../core/budget.ts";
-import { type EnvelopeOutcome, WorkflowEnvelope } from "../core/envelope.ts";
+import { type EnvelopeOutcome, type InFlightStep, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import {
   CancelledError,
@@ -17,8 +17,9 @@ import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal, OWNED_STATES, type RunState } 
 import { serializeError, storableError } from "../core/serialize.ts";
 import type { Clock } from "../runtime/clock.ts";
 import type { Logger } from "../runtime/logger.ts";
+import { endCancelled } from "./cancel-ending.ts";
 import { type CompensationDeps, compensateMode, compensateRun } from "./compensation.ts";
-import { cancellationEvidence, versionMismatch } from "./run-endings.ts";
+import { versionMismatch } from "./run-endings.ts";
 
 /** Error codes that end a run BLOCKED (governance) rather than FAILED. */
 const GOVERNANCE_CODES: ReadonlySet<string> = new Set([
@@ -350,9 +351,9 @@ export class Worker {
     const agent = this.#deps.agent(claimedRun.agent);
     const actor: Actor = { kind: "worker", id: this.id };
     if (claimedIn === "CANCELLING") {
-      // Cancelled while paused, or its worker was lost while cancelling: finish the cancellation.
-      const journal = await this.#deps.backend.loadSteps(claimedRun.id);
-      await this.#endCancelled(active, cancellationEvidence.fromJournal(journal));
+      // Cancelled while paused or interrupted, or its worker was lost while cancelling: finish the
+      // cancellation from the journal (what was cut off is settled first).
+      await this.#endCancelled(active);
       return;
     }
     // Policies are checked on resume: a run that started under other policies goes on under the
@@ -392,8 +393,10 @@ export class Worker {
       return;
     }
     if (started.stopRequest) {
+      // Nothing executed here: what a lost worker cut off, or an operator reconciled while a
+      // cancel was pending, is read from the journal.
       active.stop = started.stopRequest;
-      await this.#carryOutStop(active, []);
+      await this.#carryOutStop(active);
       return;
     }
     const mismatch = versionMismatch(started, agent);
@@ -586,8 +589,11 @@ export class Worker {
     }
   }
 
-  /** Carries out `active.stop` on a run this worker holds in RUNNING. */
-  async #carryOutStop(active: Active, inFlight: ReturnType<WorkflowEnvelope["inFlightAtCancel"]>): Promise<void> {
+  /**
+   * Carries out `active.stop` on a run this worker holds in RUNNING. `inFlight`: what the execution
+   * here had in flight when the cancel reached it; undefined when nothing executed here.
+   */
+  async #carryOutStop(active: Active, inFlight?: readonly InFlightStep[]): Promise<void> {
     const request = active.stop as StopRequest;
     // What finished is committed before the run leaves this worker.
     await active.envelope?.flushJournal().catch(() => {});
@@ -606,33 +612,36 @@ export class Worker {
       actor: request.by,
       reason: `cancel requested by ${request.by.kind} ${request.by.id}: ${request.reason}`,
     });
-    await this.#endCancelled(active, cancellationEvidence.fromInFlight(inFlight));
+    await this.#endCancelled(active, inFlight);
   }
 
   /**
    * CANCELLING -> CANCELLED, with what was in flight and where the run stopped — or, for a run
-   * that compensates on cancellation and has applied effects, COMPENSATING and on.
+   * that compensates on cancellation and has applied effects, COMPENSATING and on; or, while an
+   * effect's outcome stays unknown, NEEDS_RECONCILIATION with the cancel pending (`endCancelled`).
    */
-  async #endCancelled(active: Active, evidence: ReturnType<typeof cancellationEvidence.fromInFlight>): Promise<void> {
+  async #endCancelled(active: Active, inFlight?: readonly InFlightStep[]): Promise<void> {
     const run = active.run;
-    const request = run.stopRequest ?? active.stop;
-    const by = request?.by ?? { kind: "system", id: this.id };
-    const error = {
-      name: "CancelledError",
-      code: "CANCELLED",
-      message: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
-      data: { by: by.id, reason: request?.reason ?? null, stopped: evidence.stopped, inFlight: evidence.inFlight },
-    };
     const agent = this.#deps.agent(run.agent);
-    if (agent && compensateMode(run, agent) === "on_failure_or_cancel") {
-      if (await compensateRun(this.#compensation(active, agent), run, error.message, error)) return;
-    }
-    await this.#transition(run, {
-      to: "CANCELLED",
-      actor: { kind: "worker", id: this.id },
-      reason: `cancelled by ${by.kind} ${by.id}${request ? `: ${request.reason}` : ""}; ${evidence.summary}`,
-      patch: { error, releaseLease: true },
-    });
+    const host = this.#deps.host(run, () => active.envelope as WorkflowEnvelope);
+    await endCancelled(
+      {
+        actor: { kind: "worker", id: this.id },
+        agent,
+        loadSteps: (runId) => this.#deps.backend.loadSteps(runId),
+        transition: async (from, change) => {
+          active.run = await this.#transition(from, change);
+          return active.run;
+        },
+        compensation: (own) => this.#compensation(active, own),
+        now: () => host.now(),
+        maxPayloadBytes: host.maxPayloadBytes,
+        graceMs: this.#opts.cancelGraceMs,
+      },
+      run,
+      run.stopRequest ?? active.stop,
+      inFlight,
+    );
   }
 
   /** What compensating `active`'s run needs from this worker. */

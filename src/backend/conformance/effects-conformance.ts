@@ -174,42 +174,46 @@ export function describeEffects(use: UseBackend): void {
   });
 
   describe("requestStop of a NEEDS_RECONCILIATION run", () => {
-    it("cancels it at once, like a PENDING run, keeping the unresolved effect as the cause", async () => {
+    it("keeps it waiting for the operator, with the cancel stored and its error saying the cancel is pending", async () => {
       const b = use();
       const { run, step } = await unresolvedRun(b);
       const stop = stopOf(run.id, "cancel");
       const result = await b.requestStop(stop);
+      // Ended now, its effect of unknown outcome could never be reconciled: the cancel waits.
+      expect(result.transitions).toEqual([]);
       expect(result.run).toMatchObject({
-        state: "CANCELLED",
+        state: "NEEDS_RECONCILIATION",
         stopRequest: stop.request,
-        lastTransitionId: run.lastTransitionId + 1,
-        updatedAt: stop.request.at,
-        error: { name: "CancelledError", code: "CANCELLED", cause: UNRESOLVED },
+        lastTransitionId: run.lastTransitionId,
+        leaseOwner: null,
+        error: {
+          ...UNRESOLVED,
+          message: expect.stringContaining(stop.request.reason),
+          data: { cancel: { by: stop.request.by.id, reason: stop.request.reason } },
+        },
       });
-      expect(result.run.error?.message).toContain(stop.request.reason);
-      expect(result.transitions).toMatchObject([
-        { id: run.lastTransitionId + 1, from: "NEEDS_RECONCILIATION", to: "CANCELLED", actor: USER },
-      ]);
       expect(await b.getRun(run.id)).toStrictEqual(result.run);
-      expect((await b.listTransitions(run.id)).at(-1)).toStrictEqual(result.transitions[0]);
-      // The effect's record stays as the operator would have found it.
       expect(await b.loadSteps(run.id)).toStrictEqual([step]);
       expect(await b.claimRun({ workerId: "w2", now: T0 + 3_000, leaseMs: LEASE_MS })).toBeUndefined();
+      // A second cancel keeps the first one's record.
+      const again = await b.requestStop({ ...stop, request: { ...stop.request, reason: "again" } });
+      expect(again.run.error).toStrictEqual(result.run.error);
     });
 
-    it("resolves the child wait of the parent of a cancelled child, which resumes", async () => {
+    it("keeps the parent of a cancelled child waiting while the child waits for the operator", async () => {
       const b = use();
       const parent = await runningRun(b);
       const { run: child } = await unresolvedRun(b, { overrides: { parentRunId: parent.id } });
       const wait = waitRecord(parent.id, 1, { kind: "child", name: child.id, details: { childRunId: child.id } });
       expect((await b.suspend(suspendRequest(parent, [wait], { pausedReason: "awaiting_child" }))).paused).toBe(true);
       await b.requestStop(stopOf(child.id, "cancel"));
-      const [resolved] = await b.loadWaits(parent.id);
-      expect(resolved).toMatchObject({
-        status: "resolved",
-        resolution: { outcome: "child_ended", value: { runId: child.id, state: "CANCELLED" }, at: T0 + 2_000 },
+      const [open] = await b.loadWaits(parent.id);
+      expect(open).toMatchObject({ status: "open" });
+      expect(await b.getRun(parent.id)).toMatchObject({ state: "PAUSED", pausedReason: "awaiting_child" });
+      expect(await b.getRun(child.id)).toMatchObject({
+        state: "NEEDS_RECONCILIATION",
+        stopRequest: { kind: "cancel" },
       });
-      expect(await b.getRun(parent.id)).toMatchObject({ state: "RESUMING" });
     });
 
     it("stores a suspend, or a cancel from a parent's end, for whoever takes the run on", async () => {

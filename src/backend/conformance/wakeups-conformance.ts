@@ -71,7 +71,7 @@ export function describeWakeUps(use: UseBackend): void {
       }
     });
 
-    it("wakes a worker for a reconciled run (RECONCILING) and says when a cancel ended one that needed it", async () => {
+    it("wakes a worker for a reconciled run (RECONCILING), and nobody for a cancel that waits for the operator", async () => {
       const b = use();
       const { heard, until, unsubscribe } = await listen(b);
       try {
@@ -92,11 +92,14 @@ export function describeWakeUps(use: UseBackend): void {
           () => heard.filter((w) => w.kind === "runnable" && w.runId === reconciled.run.id).length === 2,
           "RECONCILING is runnable",
         );
+        // A cancel of a run that needs reconciliation waits for the operator's decision: the run
+        // neither ends nor becomes runnable, and no worker holds it.
         await b.requestStop(stopOf(waiting.run.id, "cancel"));
-        await until(
-          (w) => w.kind === "ended" && w.runId === waiting.run.id,
-          "cancelled while it needed reconciliation",
-        );
+        const marker = await newRun(b);
+        await until((w) => "runId" in w && w.runId === marker.id, "a run created after the cancel");
+        expect(heard.filter((w) => "runId" in w && w.runId === waiting.run.id)).toStrictEqual([
+          { kind: "runnable", runId: waiting.run.id },
+        ]);
       } finally {
         await unsubscribe();
       }
