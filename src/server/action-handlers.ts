@@ -13,6 +13,7 @@ import {
   startRunRoute,
 } from "./routes.ts";
 import { type ServerApp, type ServerContext, wire } from "./server-context.ts";
+import { checkStartOptions, startedAgent } from "./start-checks.ts";
 
 /**
  * The mutating routes. Each passes the token's subject as the actor (`by`) to the runtime
@@ -24,12 +25,20 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
 
   app.openapi(startRunRoute, async (c) => {
     const body = c.req.valid("json");
+    const principal = c.get("principal");
+    const agent = startedAgent(runtime, body.agent, body.workflow);
+    checkStartOptions(agent, body, principal);
+    // The module `cairn resume` imports is the one this process loaded the agent from, never
+    // anything the request says (meta.module is refused by the body's schema).
+    const module = Object.hasOwn(ctx.agentModules, agent.name) ? ctx.agentModules[agent.name] : undefined;
     const handle = await runtime.run(body.agent, body.workflow, body.input, {
-      by: actorOf(c.get("principal")),
+      by: actorOf(principal),
       ...(body.key !== undefined && { key: body.key }),
       ...(body.budget !== undefined && { budget: stripUndefined(body.budget) }),
+      ...(body.compensate !== undefined && { compensate: body.compensate }),
       ...(body.meta !== undefined && { meta: body.meta as Record<string, Json> }),
       ...(body.job !== undefined && { job: stripUndefined(body.job) }),
+      ...(module !== undefined && { module }),
     });
     const run = await runtime.getRun(handle.id);
     return handle.created ? c.json(wire({ run, created: true }), 201) : c.json(wire({ run, created: false }), 200);

@@ -44,6 +44,12 @@ export interface ServerOptions {
    * @default the runtime's agents
    */
   agents?: readonly AgentLike[];
+  /**
+   * The file of the module each agent was loaded from, by agent name: recorded on the runs this
+   * server starts (`meta.module`) so that `cairn resume` imports it again. `cairn dev` and `cairn
+   * serve` pass the modules they loaded; a request can never name one. @default {}
+   */
+  agentModules?: Readonly<Record<string, string>>;
   /** Largest request body, in bytes (413 BODY_TOO_LARGE above). @default 1048576 (1 MiB) */
   bodyLimitBytes?: number;
   /** A folder of static files (the dashboard) served outside /api, with index.html for unknown paths. @default none */
@@ -100,6 +106,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
   const ctx: ServerContext = {
     runtime,
     agents: options.agents ? options.agents.map((a): AgentDefinition => toAgentDefinition(a)) : [...runtime.agents],
+    agentModules: Object.freeze({ ...options.agentModules }),
     feed,
     boot: randomBytes(4).toString("hex"),
     logger,

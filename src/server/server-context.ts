@@ -10,6 +10,8 @@ export interface ServerContext {
   runtime: Runtime;
   /** The agents `GET /api/agents` lists. */
   agents: readonly AgentDefinition[];
+  /** The module file of each agent this process loaded from one (recorded on the runs it starts). */
+  agentModules: Readonly<Record<string, string>>;
   /** The all-runs transition feed. */
   feed: RunFeed;
   /** This server process's id in event ids (model offsets and feed sequences restart with it). */
