@@ -30,7 +30,7 @@ import {
  * THE ROUTE CONTRACT of the HTTP API (`cairn/server`). The dashboard and `CairnClient` are built
  * against exactly this. All bodies are JSON; records are those of src/core/records.ts as stored
  * (timestamps in epoch ms). Every /api route needs `Authorization: Bearer <token>` when the server
- * has tokens (the two event streams also take `?access_token=`). Roles: every role may read
+ * has tokens (never a token in the URL: read the event streams with fetch). Roles: every role may read
  * (viewer reads only); operator starts and acts on runs; approver approves and denies; admin does
  * everything. Who acts is the token's subject, recorded as actor { kind: "user", id: subject };
  * request bodies are strict (an unknown field, `by`/`actor` included, is 400 INVALID_INPUT).
@@ -75,7 +75,7 @@ import {
  * - "model.*": the RunEvent of runtime.events, for runs this server's process executes.
  * - "end": { runId, state, pausedReason } — the run settled (a terminal state other than
  *   INTERRUPTED, which recovery usually takes up again, or NEEDS_RECONCILIATION) and the stream
- *   closes. Close the EventSource then (it would reconnect); after resuming or
+ *   closes. Stop reading then (an EventSource would reconnect); after resuming or
  *   reconciling the run, open the stream again with the last id.
  * - "ready" (all-runs stream): { resumed } — false when a Last-Event-ID could not be resumed (the
  *   server restarted or it is too old): reload the run list, then carry on from the stream.

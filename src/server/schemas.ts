@@ -342,10 +342,6 @@ export const ListRunsQuery = z.object({
 
 export const EventsQuery = z.object({
   from: z.string().optional().openapi({ description: "an event id to resume after (as Last-Event-ID)" }),
-  access_token: z
-    .string()
-    .optional()
-    .openapi({ description: "the bearer token, for clients that cannot send headers (EventSource)" }),
 });
 
 export const MeSchema = z
