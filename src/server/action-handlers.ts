@@ -41,7 +41,9 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       ...(module !== undefined && { module }),
     });
     const run = await runtime.getRun(handle.id);
-    return handle.created ? c.json(wire({ run, created: true }), 201) : c.json(wire({ run, created: false }), 200);
+    return handle.created
+      ? c.json(wire({ run, created: true }, c.get("principal")), 201)
+      : c.json(wire({ run, created: false }, c.get("principal")), 200);
   });
 
   app.openapi(signalRoute, async (c) => {
@@ -51,14 +53,14 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       by: actorOf(c.get("principal")),
       ...(body.messageId !== undefined && { messageId: body.messageId }),
     });
-    return c.json(wire(result), 200);
+    return c.json(wire(result, c.get("principal")), 200);
   });
 
   app.openapi(answerRoute, async (c) => {
     const { id, waitId } = c.req.valid("param");
     const { value } = c.req.valid("json");
     const wait = await runtime.answer(id, waitId, value, { by: actorOf(c.get("principal")) });
-    return c.json(wire({ wait }), 200);
+    return c.json(wire({ wait }, c.get("principal")), 200);
   });
 
   for (const [route, decide] of [
@@ -75,7 +77,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
         digest,
         ...(note !== undefined && { note }),
       });
-      return c.json(wire({ wait }), 200);
+      return c.json(wire({ wait }, c.get("principal")), 200);
     });
   }
 
@@ -86,14 +88,14 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       by: actorOf(c.get("principal")),
       ...(reason !== undefined && { reason }),
     });
-    return c.json(wire({ run }), 200);
+    return c.json(wire({ run }, c.get("principal")), 200);
   });
 
   app.openapi(resumeRoute, async (c) => {
     const { id } = c.req.valid("param");
     c.req.valid("json");
     await runtime.resume(id, { by: actorOf(c.get("principal")) });
-    return c.json(wire({ run: await runtime.getRun(id) }), 200);
+    return c.json(wire({ run: await runtime.getRun(id) }, c.get("principal")), 200);
   });
 
   app.openapi(reconcileRoute, async (c) => {
@@ -106,7 +108,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       ...("receipt" in body && { receipt: body.receipt }),
       ...(body.note !== undefined && { note: body.note }),
     });
-    return c.json(wire({ run }), 200);
+    return c.json(wire({ run }, c.get("principal")), 200);
   });
 
   for (const [route, verdict] of [
@@ -117,7 +119,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       const { id } = c.req.valid("param");
       const { note } = c.req.valid("json");
       const run = await verdict(id, { by: actorOf(c.get("principal")), ...(note !== undefined && { note }) });
-      return c.json(wire({ run }), 200);
+      return c.json(wire({ run }, c.get("principal")), 200);
     });
   }
 }
