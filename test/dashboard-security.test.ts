@@ -183,7 +183,9 @@ describe.skipIf(skip !== undefined)("pages of other origins against cairn dev, i
       }),
     });
     expect(started.status).toBe(201);
-    const { run } = (await started.json()) as { run: { id: string } };
+    const { run } = (await started.json()) as { run: { id: string; meta: Record<string, unknown> } };
+    // The module a later `cairn resume` imports is the one cairn dev loaded the agent from.
+    expect(run.meta.module).toBe(join(ROOT, "examples/expense-approval.ts"));
     await expect
       .poll(
         async () => ((await (await fetch(`${url}/api/runs/${run.id}`)).json()) as { run: { state: string } }).run.state,
