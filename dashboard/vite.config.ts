@@ -18,6 +18,8 @@ export default defineConfig({
   },
   server: {
     // `vite dashboard` during development: the API runs elsewhere (`cairn dev` on 4545 by default).
-    proxy: { "/api": process.env.CAIRN_API ?? "http://127.0.0.1:4545" },
+    // changeOrigin: the API answers only to its own Host (a server without tokens: loopback on its
+    // port); the browser's Sec-Fetch-Site (same-origin with this dev server) passes as it is.
+    proxy: { "/api": { target: process.env.CAIRN_API ?? "http://127.0.0.1:4545", changeOrigin: true } },
   },
 });

@@ -198,4 +198,15 @@ describe("CairnClient", () => {
       "signal:COMPLETED",
     ]);
   });
+
+  it("starts with a compensation mode: the agent's for an operator, any for an admin", async () => {
+    const { url } = await start();
+    const operator = new CairnClient({ baseUrl: url, token: TOKENS.operator });
+    const admin = new CairnClient({ baseUrl: url, token: TOKENS.admin });
+    expect((await operator.run("desk", "quick", 1, { compensate: "never" })).run.meta.compensate).toBe("never");
+    const refused = await operator.run("desk", "quick", 1, { compensate: "on_failure" }).catch((e: unknown) => e);
+    expect(refused).toBeInstanceOf(CairnHttpError);
+    expect(refused).toMatchObject({ status: 403, code: "FORBIDDEN" });
+    expect((await admin.run("desk", "quick", 1, { compensate: "on_failure" })).run.meta.compensate).toBe("on_failure");
+  });
 });

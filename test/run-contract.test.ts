@@ -64,7 +64,7 @@ const job = { objective: "order one lamp", acceptanceRule: "a quote below $50", 
 describe("runtime.exportRun", () => {
   it("exports a finished run with its children, its tools' retry rules and its declared job", async () => {
     const rt = runtime();
-    const handle = await rt.run("orders", "place", { item: "lamp" }, { meta: { job } });
+    const handle = await rt.run("orders", "place", { item: "lamp" }, { job });
     await handle.result();
     const contract = await rt.exportRun(handle.id);
     expect(contract.job).toEqual({ ...job, authority: null });

@@ -44,12 +44,20 @@ describe("authentication", () => {
     expect(basic).toMatchObject({ status: 401, body: { error: { code: "UNAUTHENTICATED" } } });
   });
 
-  it("takes ?access_token= on the event streams only", async () => {
+  it("never takes a token in the URL, event streams included, and says why", async () => {
     const s = makeServer();
     const plain = await s.call("GET", `/api/me?access_token=${TOKENS.viewer}`);
     expect(plain.status).toBe(401);
     const run = await s.start("quick", 1, "COMPLETED");
-    const response = await s.server.app.request(`/api/runs/${run.id}/events?access_token=${TOKENS.viewer}`);
+    for (const path of [`/api/runs/${run.id}/events`, "/api/events"]) {
+      const refused = await s.call("GET", `${path}?access_token=${TOKENS.viewer}`);
+      expect(refused.status).toBe(401);
+      expect(refused.body.error.message).toMatch(/^a token in the URL \(\?access_token=\) is not accepted/);
+    }
+    // With the header, the stream is served.
+    const response = await s.server.app.request(`/api/runs/${run.id}/events`, {
+      headers: { Authorization: `Bearer ${TOKENS.viewer}` },
+    });
     expect(response.status).toBe(200);
     expect(await response.text()).toContain("event: end");
   });

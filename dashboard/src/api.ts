@@ -1,3 +1,4 @@
+import { readSse } from "../../src/client/sse-reader.ts";
 import type {
   EffectRecord,
   Json,
@@ -9,8 +10,9 @@ import type {
 
 /**
  * The dashboard's client of the HTTP API (`/api/...`, served by the same server). A bearer token,
- * when the user gave one, is kept in localStorage and sent on every request; EventSource cannot
- * send headers, so the live streams carry it as `?token=`.
+ * when the user gave one, is kept in this tab's sessionStorage (not localStorage, which every tab
+ * and a later visit would share) and sent only in the Authorization header, the live streams
+ * included: they are read with fetch, never with a token in the URL (the server refuses one).
  */
 
 const TOKEN_KEY = "cairn.token";
@@ -48,7 +50,18 @@ export class ApiError extends Error {
 
 export function getToken(): string {
   try {
-    return localStorage.getItem(TOKEN_KEY) ?? "";
+    // An earlier dashboard kept the token in localStorage: moved to this tab's session, and gone
+    // from the storage every tab and every later visit share.
+    const old = localStorage.getItem(TOKEN_KEY);
+    if (old !== null) {
+      localStorage.removeItem(TOKEN_KEY);
+      if (!sessionStorage.getItem(TOKEN_KEY)) sessionStorage.setItem(TOKEN_KEY, old);
+    }
+  } catch {
+    // Storage refused (private mode, a sandbox).
+  }
+  try {
+    return sessionStorage.getItem(TOKEN_KEY) ?? "";
   } catch {
     return "";
   }
@@ -56,8 +69,8 @@ export function getToken(): string {
 
 export function setToken(token: string): void {
   try {
-    if (token) localStorage.setItem(TOKEN_KEY, token);
-    else localStorage.removeItem(TOKEN_KEY);
+    if (token) sessionStorage.setItem(TOKEN_KEY, token);
+    else sessionStorage.removeItem(TOKEN_KEY);
   } catch {
     // Storage refused (private mode): the token lasts for this page only.
   }
@@ -67,7 +80,8 @@ export function setToken(token: string): void {
 
 let memoryToken: string | null = null;
 function token(): string {
-  return memoryToken ?? getToken();
+  memoryToken ??= getToken();
+  return memoryToken;
 }
 
 /** Told when a request is refused for want of (valid) credentials, and when a token is set. */
@@ -179,26 +193,10 @@ export const api = {
   reject: (id: string, note?: string) => post(`/api/runs/${enc(id)}/reject`, note ? { note } : {}),
 };
 
-/**
- * The URL of a live stream. EventSource sends no headers, so the token goes in the query, as
- * `access_token` (and `token`); `from` resumes after an event id (as Last-Event-ID would).
- */
-export function eventsUrl(path: string, from?: string): string {
-  const q = new URLSearchParams();
-  const t = token();
-  if (t) {
-    q.set("access_token", t);
-    q.set("token", t);
-  }
-  if (from) q.set("from", from);
-  const query = q.toString();
-  return query ? `${path}?${query}` : path;
-}
-
-/** The parsed data of an SSE event, or null when it is not JSON. */
-export function eventData(event: MessageEvent): Record<string, unknown> | null {
+/** The parsed data of an SSE event, or null when it is not a JSON object. */
+export function eventData(text: string): Record<string, unknown> | null {
   try {
-    const data = JSON.parse(String(event.data)) as unknown;
+    const data = JSON.parse(text) as unknown;
     return data && typeof data === "object" ? (data as Record<string, unknown>) : null;
   } catch {
     return null;
@@ -208,7 +206,7 @@ export function eventData(event: MessageEvent): Record<string, unknown> | null {
 /**
  * The event types the dashboard listens to (named SSE events, or `message` with a `type`). The
  * all-runs stream sends `ready` first (`resumed: false` when it could not resume: reload); a run's
- * stream sends `end` when the run settles and then closes: the page closes its EventSource then.
+ * stream sends `end` when the run settles and then closes: the page stops reading then.
  */
 export const EVENT_TYPES = [
   "ready",
@@ -226,8 +224,9 @@ export type LiveStatus = "connecting" | "live" | "reconnecting" | "final";
 /**
  * Subscribes to a live stream: `onEvent(type, data)` for each event; `onStatus` follows the
  * connection, and `onReopen` fires when it comes back after a break (refetch what may be missed).
- * EventSource reconnects by itself (sending Last-Event-ID); when it gives up (an HTTP error),
- * a new one is opened after a pause.
+ * The stream is read with fetch (the token in the Authorization header, as every request); when
+ * it breaks or is refused it is opened again after a pause, doubling up to 30 s, from the last
+ * event id (Last-Event-ID), as an EventSource would.
  */
 export function subscribe(
   path: string,
@@ -239,58 +238,67 @@ export function subscribe(
     from?: string;
   },
 ): () => void {
-  if (typeof EventSource === "undefined") return () => {};
-  let source: EventSource | null = null;
+  const controller = new AbortController();
+  const { signal } = controller;
   let lastId = handlers.from ?? "";
   let readies = 0;
-  let retry: ReturnType<typeof setTimeout> | undefined;
   let broken = false;
-  let closed = false;
   let delay = 2000;
-  const open = () => {
-    const s = new EventSource(eventsUrl(path, lastId));
-    source = s;
-    handlers.onStatus?.(broken ? "reconnecting" : "connecting");
-    s.onopen = () => {
-      delay = 2000;
-      handlers.onStatus?.("live");
-      if (broken) handlers.onReopen?.();
-      broken = false;
-    };
-    s.onerror = () => {
+  const known = new Set<string>(EVENT_TYPES);
+  const read = async (): Promise<void> => {
+    while (!signal.aborted) {
+      handlers.onStatus?.(broken ? "reconnecting" : "connecting");
+      try {
+        const headers: Record<string, string> = { accept: "text/event-stream" };
+        const t = token();
+        if (t) headers.authorization = `Bearer ${t}`;
+        if (lastId) headers["last-event-id"] = lastId;
+        const response = await fetch(path, { headers, signal, cache: "no-store" });
+        if (!response.ok || !response.body) {
+          if (response.status === 401) for (const listener of authListeners) listener(true);
+          throw new Error(`the stream answered ${response.status}`);
+        }
+        delay = 2000;
+        handlers.onStatus?.("live");
+        if (broken) handlers.onReopen?.();
+        broken = false;
+        for await (const event of readSse(response.body)) {
+          if (event.id) lastId = event.id;
+          const data = eventData(event.data);
+          if (!data) continue;
+          if (event.event === "message") {
+            if (typeof data.type === "string") handlers.onEvent(data.type, data);
+            continue;
+          }
+          if (!known.has(event.event)) continue;
+          if (event.event === "ready") {
+            // The first is the greeting; a later one that could not resume means events were missed.
+            if (readies++ > 0 && data.resumed === false) handlers.onReopen?.();
+            continue;
+          }
+          handlers.onEvent(event.event, data);
+          if (event.event === "end") {
+            controller.abort();
+            return;
+          }
+        }
+      } catch {
+        if (signal.aborted) return;
+      }
       broken = true;
       handlers.onStatus?.("reconnecting");
-      if (s.readyState === EventSource.CLOSED && !closed) {
-        retry = setTimeout(open, delay);
-        delay = Math.min(delay * 2, 30_000);
-      }
-    };
-    const named = (type: string) => (event: MessageEvent) => {
-      if (event.lastEventId) lastId = event.lastEventId;
-      const data = eventData(event);
-      if (!data) return;
-      if (type === "ready") {
-        // The first is the greeting; a later one that could not resume means events were missed.
-        if (readies++ > 0 && data.resumed === false) handlers.onReopen?.();
-        return;
-      }
-      if (type === "end") {
-        closed = true;
-        s.close();
-      }
-      handlers.onEvent(type, data);
-    };
-    for (const type of EVENT_TYPES) s.addEventListener(type, named(type) as EventListener);
-    s.onmessage = (event) => {
-      if (event.lastEventId) lastId = event.lastEventId;
-      const data = eventData(event);
-      if (data && typeof data.type === "string") handlers.onEvent(data.type, data);
-    };
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener("abort", done);
+          resolve();
+        };
+        const timer = setTimeout(done, delay);
+        signal.addEventListener("abort", done);
+      });
+      delay = Math.min(delay * 2, 30_000);
+    }
   };
-  open();
-  return () => {
-    closed = true;
-    clearTimeout(retry);
-    source?.close();
-  };
+  void read();
+  return () => controller.abort();
 }

@@ -73,7 +73,7 @@ function App() {
   );
 }
 
-/** The bearer token, kept in localStorage: asked for when the API answers 401. */
+/** The bearer token, kept in this tab's sessionStorage: asked for when the API answers 401. */
 function TokenBox(props: { needed: boolean; signedIn: boolean }) {
   const [value, setValue] = useState(getToken);
   if (props.signedIn) {

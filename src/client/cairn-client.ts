@@ -1,3 +1,4 @@
+import type { CompensateMode } from "../agent/agent.ts";
 import type { Budget } from "../core/budget.ts";
 import { RunEndedError } from "../core/errors.ts";
 import type { RunEvent } from "../core/events.ts";
@@ -26,11 +27,15 @@ export interface CairnClientOptions {
   fetch?: typeof fetch;
 }
 
-/** Options of {@link CairnClient.run}. */
+/** Options of {@link CairnClient.run}: what `POST /api/runs` takes besides the agent, workflow and input. */
 export interface RemoteStartOptions {
   /** Idempotency key: starting again with the same (agent, workflow, key) returns that run. */
   key?: string;
+  /** Caps of this run: may lower the agent's or add caps it lacks; raising one needs admin. */
   budget?: Budget;
+  /** When the run undoes its applied effects; a mode other than the agent's needs admin. */
+  compensate?: CompensateMode;
+  /** Data kept with the run; the keys module, compensate, budget and job are refused (use the options). */
   meta?: Record<string, Json>;
   job?: JobSpec;
 }

@@ -124,8 +124,8 @@ export interface RunContract {
 }
 
 /**
- * The job the run serves, as the starter declared it in `meta.job` (`runtime.run(…, { meta: {
- * job: { objective, acceptanceRule, owner, authority } } })`). A field not declared is `null`.
+ * The job the run serves, as the starter declared it (`runtime.run(…, { job: { objective,
+ * acceptanceRule, owner, authority } })`, stored as `meta.job`). A field not declared is `null`.
  */
 export interface ContractJob {
   objective: Json;

@@ -8,6 +8,7 @@ import type { ModelPrice } from "../core/prices.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { toJson } from "../core/serialize.ts";
+import { checkText } from "../core/text.ts";
 import type { DomainProvider } from "../domain/domain-provider.ts";
 import type { ModelProvider } from "../llm/model-provider.ts";
 import type { McpServerConfig } from "../mcp/mcp.ts";
@@ -92,8 +93,20 @@ export interface RunHistory {
 export interface StartOptions {
   /** Idempotency key: starting again with the same (agent, workflow, key) returns the existing run. */
   key?: string;
-  /** Data to keep with the run (shown by `cairn show`). */
+  /**
+   * Data to keep with the run (shown by `cairn show`): JSON, checked as a payload is. The keys
+   * the runtime reads back ({@link RESERVED_META_KEYS}: `module`, `compensate`, `budget`, `job`)
+   * are refused here: set them with the options of the same names, which are checked.
+   */
   meta?: Record<string, Json>;
+  /**
+   * The file of the agent module this run's agent comes from, recorded as `meta.module` so that
+   * `cairn resume` imports it again. Only the process that starts the run names it (`cairn run`
+   * sets the module it loaded; `cairn dev` / `cairn serve` the module they loaded the agent from):
+   * the HTTP API has no field for it, since whatever file it names is executed by a later
+   * `cairn resume`. @default none (resume then needs `--module`)
+   */
+  module?: string;
   /** Who starts the run. @default { kind: "user", id: "local" } */
   by?: Actor;
   /**
@@ -121,15 +134,62 @@ export interface JobSpec {
 }
 
 /**
+ * The keys of a run's `meta` that the runtime and the CLI read back: `module` (the file `cairn
+ * resume` imports), `compensate` (the run's compensation mode), `budget` (its caps) and `job`
+ * (the run contract's job). A caller's `meta` may not hold them: each is set by its own option,
+ * which is checked, and `module` never comes from a caller's data.
+ */
+export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job"] as const;
+
+/** One of {@link RESERVED_META_KEYS}. */
+export type ReservedMetaKey = (typeof RESERVED_META_KEYS)[number];
+
+/** What to use instead of each reserved key of `meta`. */
+const INSTEAD: { readonly [K in ReservedMetaKey]: string } = {
+  module: "the `module` option, which only the process that starts the run sets (`cairn run` records its module)",
+  compensate: "the `compensate` option",
+  budget: "the `budget` option",
+  job: "the `job` option",
+};
+
+/** Why `meta` (a caller's) holds a reserved key, naming it and what to use instead; or undefined. */
+export function reservedMetaProblem(meta: object): { key: ReservedMetaKey; message: string } | undefined {
+  const key = RESERVED_META_KEYS.find((k) => Object.hasOwn(meta, k));
+  if (key === undefined) return undefined;
+  return {
+    key,
+    message: `meta.${key} is reserved: the runtime reads it back, so a caller's meta may not set it; use ${INSTEAD[key]}`,
+  };
+}
+
+/**
  * The run's stored `meta`: the starter's, plus the run's own compensation mode, budget (merged
- * over its agent's and validated) and job, which the worker and the export read back.
+ * over its agent's and validated), job and module, which the worker, the export and `cairn
+ * resume` read back.
+ * @throws InvalidInputError for a `meta` that is not an object or holds a reserved key, a bad
+ * `compensate`, `budget` or `module`; NotSerializableError / PayloadTooLargeError for a `meta`
+ * that is not JSON (a BigInt, a cycle, Infinity, nesting past 512) or too large. Nothing is written.
  */
 export function startMeta(
   agent: AgentDefinition,
   options: StartOptions,
   maxPayloadBytes: number,
 ): Record<string, Json> {
-  const meta: Record<string, Json> = { ...(options.meta ?? {}) };
+  const given: unknown = options.meta ?? {};
+  if (given === null || typeof given !== "object" || Array.isArray(given)) {
+    throw new InvalidInputError(
+      `meta must be an object of JSON values (got ${given === null ? "null" : Array.isArray(given) ? "an array" : typeof given}); nothing was written`,
+      [{ path: ["meta"], message: "expected an object" }],
+    );
+  }
+  const reserved = reservedMetaProblem(given);
+  if (reserved) {
+    throw new InvalidInputError(`${reserved.message}; nothing was written`, [
+      { path: ["meta", reserved.key], message: "reserved key" },
+    ]);
+  }
+  // The JSON form: refuses what would not read back as given (a BigInt, a cycle, Infinity, too deep).
+  const meta = toJson(given, "the run's meta", maxPayloadBytes) as Record<string, Json>;
   if (options.compensate !== undefined) {
     if (!["never", "on_failure", "on_failure_or_cancel"].includes(options.compensate)) {
       throw new InvalidInputError(
@@ -144,5 +204,6 @@ export function startMeta(
   if (options.job !== undefined) {
     meta.job = toJson(options.job, "the run's job", maxPayloadBytes) ?? null;
   }
+  if (options.module !== undefined) meta.module = checkText(options.module, "the run's module");
   return meta;
 }

@@ -13,6 +13,7 @@ import {
   startRunRoute,
 } from "./routes.ts";
 import { type ServerApp, type ServerContext, wire } from "./server-context.ts";
+import { checkStartOptions, startedAgent } from "./start-checks.ts";
 
 /**
  * The mutating routes. Each passes the token's subject as the actor (`by`) to the runtime
@@ -24,15 +25,25 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
 
   app.openapi(startRunRoute, async (c) => {
     const body = c.req.valid("json");
+    const principal = c.get("principal");
+    const agent = startedAgent(runtime, body.agent, body.workflow);
+    checkStartOptions(agent, body, principal);
+    // The module `cairn resume` imports is the one this process loaded the agent from, never
+    // anything the request says (meta.module is refused by the body's schema).
+    const module = Object.hasOwn(ctx.agentModules, agent.name) ? ctx.agentModules[agent.name] : undefined;
     const handle = await runtime.run(body.agent, body.workflow, body.input, {
-      by: actorOf(c.get("principal")),
+      by: actorOf(principal),
       ...(body.key !== undefined && { key: body.key }),
       ...(body.budget !== undefined && { budget: stripUndefined(body.budget) }),
+      ...(body.compensate !== undefined && { compensate: body.compensate }),
       ...(body.meta !== undefined && { meta: body.meta as Record<string, Json> }),
       ...(body.job !== undefined && { job: stripUndefined(body.job) }),
+      ...(module !== undefined && { module }),
     });
     const run = await runtime.getRun(handle.id);
-    return handle.created ? c.json(wire({ run, created: true }), 201) : c.json(wire({ run, created: false }), 200);
+    return handle.created
+      ? c.json(wire({ run, created: true }, c.get("principal")), 201)
+      : c.json(wire({ run, created: false }, c.get("principal")), 200);
   });
 
   app.openapi(signalRoute, async (c) => {
@@ -42,14 +53,14 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       by: actorOf(c.get("principal")),
       ...(body.messageId !== undefined && { messageId: body.messageId }),
     });
-    return c.json(wire(result), 200);
+    return c.json(wire(result, c.get("principal")), 200);
   });
 
   app.openapi(answerRoute, async (c) => {
     const { id, waitId } = c.req.valid("param");
     const { value } = c.req.valid("json");
     const wait = await runtime.answer(id, waitId, value, { by: actorOf(c.get("principal")) });
-    return c.json(wire({ wait }), 200);
+    return c.json(wire({ wait }, c.get("principal")), 200);
   });
 
   for (const [route, decide] of [
@@ -66,7 +77,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
         digest,
         ...(note !== undefined && { note }),
       });
-      return c.json(wire({ wait }), 200);
+      return c.json(wire({ wait }, c.get("principal")), 200);
     });
   }
 
@@ -77,14 +88,14 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       by: actorOf(c.get("principal")),
       ...(reason !== undefined && { reason }),
     });
-    return c.json(wire({ run }), 200);
+    return c.json(wire({ run }, c.get("principal")), 200);
   });
 
   app.openapi(resumeRoute, async (c) => {
     const { id } = c.req.valid("param");
     c.req.valid("json");
     await runtime.resume(id, { by: actorOf(c.get("principal")) });
-    return c.json(wire({ run: await runtime.getRun(id) }), 200);
+    return c.json(wire({ run: await runtime.getRun(id) }, c.get("principal")), 200);
   });
 
   app.openapi(reconcileRoute, async (c) => {
@@ -97,7 +108,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       ...("receipt" in body && { receipt: body.receipt }),
       ...(body.note !== undefined && { note: body.note }),
     });
-    return c.json(wire({ run }), 200);
+    return c.json(wire({ run }, c.get("principal")), 200);
   });
 
   for (const [route, verdict] of [
@@ -108,7 +119,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       const { id } = c.req.valid("param");
       const { note } = c.req.valid("json");
       const run = await verdict(id, { by: actorOf(c.get("principal")), ...(note !== undefined && { note }) });
-      return c.json(wire({ run }), 200);
+      return c.json(wire({ run }, c.get("principal")), 200);
     });
   }
 }

@@ -17,6 +17,7 @@ import { ApiError, sendError } from "./errors.ts";
 import { registerEventHandlers } from "./event-handlers.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "./json-body.ts";
 import { registerReadHandlers } from "./read-handlers.ts";
+import { type GuardOptions, hostGuard, originGuard, securityHeaders } from "./request-guard.ts";
 import { RunFeed } from "./run-feed.ts";
 import type { ServerContext } from "./server-context.ts";
 import { staticFiles } from "./static-files.ts";
@@ -44,8 +45,26 @@ export interface ServerOptions {
    * @default the runtime's agents
    */
   agents?: readonly AgentLike[];
+  /**
+   * The file of the module each agent was loaded from, by agent name: recorded on the runs this
+   * server starts (`meta.module`) so that `cairn resume` imports it again. `cairn dev` and `cairn
+   * serve` pass the modules they loaded; a request can never name one. @default {}
+   */
+  agentModules?: Readonly<Record<string, string>>;
   /** Largest request body, in bytes (413 BODY_TOO_LARGE above). @default 1048576 (1 MiB) */
   bodyLimitBytes?: number;
+  /**
+   * Host names (`name` or `name:port`) the server answers to; others get 421 UNKNOWN_HOST.
+   * @default without tokens: localhost, 127.0.0.1 and [::1] on the port the request came in on
+   * (a DNS-rebinding page cannot reach the local admin); with tokens: any
+   */
+  allowedHosts?: readonly string[];
+  /**
+   * Origins besides the server's own whose pages may call the API (a proxy that rewrites Host,
+   * for browsers that send no `Sec-Fetch-Site`). Pages of any other origin are refused (403
+   * CROSS_ORIGIN). @default none
+   */
+  allowedOrigins?: readonly string[];
   /** A folder of static files (the dashboard) served outside /api, with index.html for unknown paths. @default none */
   staticRoot?: string;
   /** Where unexpected failures are logged. @default warnings and errors to stderr */
@@ -68,8 +87,11 @@ export interface CairnServer {
   readonly auth: "token" | "none";
   /** Who every request is when there are no tokens (`localSubject`, by default "local"). */
   readonly localSubject: string;
-  /** Serves one request (what an adapter such as `@hono/node-server` is given). */
-  fetch(request: Request): Promise<Response>;
+  /**
+   * Serves one request (what an adapter such as `@hono/node-server` is given); `env` is the
+   * adapter's (node-server's `{ incoming }` tells the Host check the port the request came in on).
+   */
+  fetch(request: Request, env?: unknown): Promise<Response>;
   /** Stops the all-runs event feed. Open streams end when their clients go. */
   close(): void;
 }
@@ -100,6 +122,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
   const ctx: ServerContext = {
     runtime,
     agents: options.agents ? options.agents.map((a): AgentDefinition => toAgentDefinition(a)) : [...runtime.agents],
+    agentModules: Object.freeze({ ...options.agentModules }),
     feed,
     boot: randomBytes(4).toString("hex"),
     logger,
@@ -126,6 +149,12 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
       new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}; the routes are listed at /openapi.json`),
     ),
   );
+  const guard: GuardOptions = {
+    auth: authenticator.enabled ? "token" : "none",
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+  };
+  app.use("*", securityHeaders, hostGuard(guard), originGuard(guard));
   app.use("/api/*", async (c, next) => {
     c.set("bodyLimitBytes", bodyLimitBytes);
     return next();
@@ -156,7 +185,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
     app,
     auth: authenticator.enabled ? "token" : "none",
     localSubject,
-    fetch: async (request) => app.fetch(request),
+    fetch: async (request, env) => app.fetch(request, env),
     close: () => feed.close(),
   };
 }

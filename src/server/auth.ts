@@ -214,8 +214,9 @@ export interface ServerEnv {
 }
 
 /**
- * Authenticates every request it sees: `Authorization: Bearer <token>` (or, on the event
- * streams only, `?access_token=` — a browser's EventSource cannot send headers). Without tokens
+ * Authenticates every request it sees: `Authorization: Bearer <token>`, and nothing else — a
+ * token in a URL (`?access_token=`) ends up in logs, histories and Referer headers, so it is
+ * refused, event streams included (the dashboard reads them with fetch). Without tokens
  * configured every request is `local` (by default {@link LOCAL_ADMIN}).
  */
 export function authenticate(
@@ -235,13 +236,13 @@ export function authenticate(
         throw new ApiError("UNAUTHENTICATED", "the Authorization header must be `Bearer <token>`");
       }
       token = match[1];
-    } else if (c.req.method === "GET" && /\/events$/.test(c.req.path)) {
-      token = c.req.query("access_token");
     }
     if (token === undefined || token === "") {
       throw new ApiError(
         "UNAUTHENTICATED",
-        "this server needs a bearer token: send `Authorization: Bearer <token>` (tokens are configured with CAIRN_TOKENS or a tokens file)",
+        c.req.query("access_token") !== undefined
+          ? "a token in the URL (?access_token=) is not accepted: URLs end up in logs and histories; send `Authorization: Bearer <token>` (an event stream too: read it with fetch)"
+          : "this server needs a bearer token: send `Authorization: Bearer <token>` (tokens are configured with CAIRN_TOKENS or a tokens file)",
       );
     }
     const principal = authenticator.find(token);

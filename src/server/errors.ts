@@ -22,6 +22,10 @@ export type ServerErrorCode =
   | "UNSUPPORTED_MEDIA_TYPE"
   /** No route has this method and path. */
   | "NOT_FOUND"
+  /** A browser page of another origin called the API (see request-guard.ts). */
+  | "CROSS_ORIGIN"
+  /** The Host header names a host this server does not answer to (see request-guard.ts). */
+  | "UNKNOWN_HOST"
   /** A bug or an unexpected failure; the message says no more than that (the log has the rest). */
   | "INTERNAL";
 
@@ -48,6 +52,9 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   BODY_TOO_LARGE: 413,
   UNSUPPORTED_MEDIA_TYPE: 415,
   NOT_FOUND: 404,
+  CROSS_ORIGIN: 403,
+  // Misdirected Request: this server does not serve that name.
+  UNKNOWN_HOST: 421,
   INTERNAL: 500,
   // What the request named does not exist.
   RUN_NOT_FOUND: 404,

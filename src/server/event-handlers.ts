@@ -1,3 +1,4 @@
+import { seesStacks, withoutStacks } from "./error-stacks.ts";
 import { allEventsRoute, runEventsRoute } from "./routes.ts";
 import { type FeedEntry, RunFeed } from "./run-feed.ts";
 import { parseRunEventId, produceRunEvents } from "./run-stream.ts";
@@ -22,13 +23,17 @@ export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void 
     // Unknown run: a JSON 404, before any stream opens.
     const run = await ctx.runtime.getRun(id);
     const cursor = parseRunEventId(c.req.header("last-event-id") ?? c.req.valid("query").from, ctx.boot);
+    const stacks = seesStacks(c.get("principal"));
     return sseResponse(
       (send, signal) =>
         produceRunEvents(
           { runtime: ctx.runtime, boot: ctx.boot, pollIntervalMs: ctx.pollIntervalMs },
           run,
           cursor,
-          send,
+          // Step snapshots carry their errors: their stacks go to admins only.
+          stacks
+            ? send
+            : (event) => send(event instanceof Uint8Array ? event : { ...event, data: withoutStacks(event.data) }),
           signal,
         ),
       { heartbeatMs: ctx.heartbeatMs, signal: c.req.raw.signal, onError },

@@ -1,13 +1,16 @@
 import type { MiddlewareHandler } from "hono";
 import type { ServerEnv } from "./auth.ts";
 import { ApiError } from "./errors.ts";
+import { scanJsonText } from "./json-scan.ts";
 
 /**
  * Reads a request's JSON body before the route's zod validator sees it, so that every way a body
  * can be wrong gets its own code: larger than the limit (413 BODY_TOO_LARGE, counted as it
  * arrives, so an oversized body is never held whole), not JSON (400 MALFORMED_JSON), sent as
- * something other than JSON (415 UNSUPPORTED_MEDIA_TYPE). An empty body is `{}`. The parsed text
- * is put back on the request as `application/json` for the validator.
+ * something other than JSON (415 UNSUPPORTED_MEDIA_TYPE), a value JSON.parse would change
+ * silently — a number that overflows to Infinity, an integer past 2^53, nesting past a payload's
+ * limit (400 INVALID_INPUT naming its path; json-scan.ts). An empty body is `{}`. The text is put
+ * back on the request as `application/json` for the validator.
  */
 
 /** The default body limit: 1 MiB. */
@@ -39,6 +42,14 @@ export const jsonBody: MiddlewareHandler<ServerEnv> = async (c, next) => {
       JSON.parse(text);
     } catch (error) {
       throw new ApiError("MALFORMED_JSON", `the request body is not valid JSON: ${(error as Error).message}`);
+    }
+    const problem = scanJsonText(text);
+    if (problem) {
+      const where = problem.path.length > 0 ? problem.path.join(".") : "(root)";
+      throw new ApiError("INVALID_INPUT", `invalid request body: ${where}: ${problem.message} (nothing was written)`, {
+        target: "body",
+        issues: [{ path: problem.path.map(String), message: problem.message }],
+      });
     }
   }
   const headers = new Headers(c.req.raw.headers);

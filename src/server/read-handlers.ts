@@ -38,21 +38,23 @@ export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
 
   app.openapi(listRunsRoute, async (c) => {
     const page = await listRunPage(runtime, c.req.valid("query"), { scanLimit: ctx.listScanLimit });
-    return c.json(wire(page), 200);
+    return c.json(wire(page, c.get("principal")), 200);
   });
 
-  app.openapi(getRunRoute, async (c) => c.json(wire({ run: await runtime.getRun(c.req.valid("param").id) }), 200));
+  app.openapi(getRunRoute, async (c) =>
+    c.json(wire({ run: await runtime.getRun(c.req.valid("param").id) }, c.get("principal")), 200),
+  );
 
   app.openapi(transitionsRoute, async (c) => {
     const { id } = c.req.valid("param");
     await runtime.getRun(id);
-    return c.json(wire({ transitions: await runtime.backend.listTransitions(id) }), 200);
+    return c.json(wire({ transitions: await runtime.backend.listTransitions(id) }, c.get("principal")), 200);
   });
 
   app.openapi(stepsRoute, async (c) => {
     const { id } = c.req.valid("param");
     await runtime.getRun(id);
-    return c.json(wire({ steps: await runtime.backend.loadSteps(id) }), 200);
+    return c.json(wire({ steps: await runtime.backend.loadSteps(id) }, c.get("principal")), 200);
   });
 
   app.openapi(effectsRoute, async (c) => {
@@ -62,13 +64,15 @@ export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
     const effects = steps
       .filter((s): s is typeof s & { effect: EffectRecord } => s.effect !== undefined)
       .map((s) => ({ seq: s.seq, name: s.name, effect: s.effect }));
-    return c.json(wire({ effects }), 200);
+    return c.json(wire({ effects }, c.get("principal")), 200);
   });
 
-  app.openapi(waitsRoute, async (c) => c.json(wire({ waits: await runtime.waits(c.req.valid("param").id) }), 200));
+  app.openapi(waitsRoute, async (c) =>
+    c.json(wire({ waits: await runtime.waits(c.req.valid("param").id) }, c.get("principal")), 200),
+  );
 
   app.openapi(contractRoute, async (c) => {
     const contract = await runtime.exportRun(c.req.valid("param").id);
-    return c.json(wire(contract), 200);
+    return c.json(wire(contract, c.get("principal")), 200);
   });
 }

@@ -30,7 +30,7 @@ import {
  * THE ROUTE CONTRACT of the HTTP API (`cairn/server`). The dashboard and `CairnClient` are built
  * against exactly this. All bodies are JSON; records are those of src/core/records.ts as stored
  * (timestamps in epoch ms). Every /api route needs `Authorization: Bearer <token>` when the server
- * has tokens (the two event streams also take `?access_token=`). Roles: every role may read
+ * has tokens (never a token in the URL: read the event streams with fetch). Roles: every role may read
  * (viewer reads only); operator starts and acts on runs; approver approves and denies; admin does
  * everything. Who acts is the token's subject, recorded as actor { kind: "user", id: subject };
  * request bodies are strict (an unknown field, `by`/`actor` included, is 400 INVALID_INPUT).
@@ -43,8 +43,10 @@ import {
  *                                     since/until: epoch ms on createdAt (inclusive); limit 1..200
  *                                     (default 50); a page may be short with a nextCursor (a selective
  *                                     filter scans at most 5000 runs per page): follow it until null
- * POST /api/runs { agent, workflow, input, key?, budget?, meta?, job? }
- *                                   → 201 { run, created: true } | 200 { run, created: false } (key existed)
+ * POST /api/runs { agent, workflow, input, key?, budget?, compensate?, meta?, job? }
+ *                                   → 201 { run, created: true } | 200 { run, created: false } (key existed);
+ *                                     meta may not hold module, compensate, budget or job (400); budget
+ *                                     above the agent's caps, or compensate other than its mode: admin only (403)
  * GET  /api/runs/:id                → { run }
  * GET  /api/runs/:id/transitions    → { transitions }
  * GET  /api/runs/:id/steps          → { steps }
@@ -75,7 +77,7 @@ import {
  * - "model.*": the RunEvent of runtime.events, for runs this server's process executes.
  * - "end": { runId, state, pausedReason } — the run settled (a terminal state other than
  *   INTERRUPTED, which recovery usually takes up again, or NEEDS_RECONCILIATION) and the stream
- *   closes. Close the EventSource then (it would reconnect); after resuming or
+ *   closes. Stop reading then (an EventSource would reconnect); after resuming or
  *   reconciling the run, open the stream again with the last id.
  * - "ready" (all-runs stream): { resumed } — false when a Last-Event-ID could not be resumed (the
  *   server restarted or it is too old): reload the run list, then carry on from the stream.

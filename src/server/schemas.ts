@@ -1,5 +1,7 @@
 import { z } from "@hono/zod-openapi";
 import { PAUSED_REASONS, RUN_STATES } from "../core/run-state.ts";
+import { MAX_TEXT_LENGTH, textProblem } from "../core/text.ts";
+import { RESERVED_META_KEYS, reservedMetaProblem } from "../runtime/runtime-options.ts";
 import { ROLES } from "./auth.ts";
 
 /**
@@ -10,6 +12,25 @@ import { ROLES } from "./auth.ts";
  */
 
 const json = () => z.unknown().openapi({ description: "any JSON value" });
+
+/**
+ * Text stored outside a JSON payload (an id, a key, a name, a note, a reason): at most `max`
+ * characters, without NUL and lone UTF-16 surrogates, which no store keeps as given (see
+ * core/text.ts; the runtime checks the same).
+ */
+const text = (description: string, options: { max?: number; allowEmpty?: boolean } = {}) =>
+  z
+    .string()
+    .min(options.allowEmpty ? 0 : 1)
+    .max(options.max ?? MAX_TEXT_LENGTH)
+    .superRefine((value, ctx) => {
+      const problem = textProblem(value);
+      if (problem) ctx.addIssue({ code: "custom", message: `contains ${problem}; pass well-formed text without NUL` });
+    })
+    .openapi({ description: `${description} (no NUL, no lone UTF-16 surrogates)` });
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  value !== null && typeof value === "object" && !Array.isArray(value);
 const epochMs = () => z.number().int().openapi({ description: "epoch milliseconds" });
 
 export const ActorSchema = z
@@ -203,19 +224,41 @@ const BudgetSchema = z
   })
   .openapi("Budget");
 
+/**
+ * A caller's `meta`: an object of JSON values, kept as sent (a `__proto__` key included, which a
+ * copying schema would drop), without the keys the runtime reads back.
+ */
+const MetaSchema = z
+  .custom<Record<string, unknown>>(isObject, { message: "meta must be an object of JSON values" })
+  .superRefine((meta, ctx) => {
+    const problem = reservedMetaProblem(meta);
+    if (problem) ctx.addIssue({ code: "custom", path: [problem.key], message: problem.message });
+  })
+  .openapi({
+    type: "object",
+    additionalProperties: true,
+    description: `data kept with the run; the keys ${RESERVED_META_KEYS.join(", ")} are reserved (use budget, compensate and job; the module is never taken from a request)`,
+  });
+
+/**
+ * What a start takes: these fields and no other (400 naming an unknown one). `budget` and
+ * `compensate` may only tighten what the agent's author declared unless the caller is admin
+ * (action-handlers.ts has the rule; 403 FORBIDDEN naming the field).
+ */
 export const StartRunBody = z
   .strictObject({
-    agent: z.string().min(1),
-    workflow: z.string().min(1),
+    agent: text("the agent's name"),
+    workflow: text("the workflow's name"),
     input: json(),
-    key: z
-      .string()
-      .min(1)
-      .max(1000)
-      .optional()
-      .openapi({ description: "idempotency key: starting again returns that run" }),
-    budget: BudgetSchema.optional(),
-    meta: z.record(z.string(), z.unknown()).optional(),
+    key: text("idempotency key: starting again returns that run", { max: 1000 }).optional(),
+    budget: BudgetSchema.optional().openapi({
+      description:
+        "caps of this run over the agent's; above a cap the agent declares only for admin (lower caps, and caps the agent has none of, for any operator)",
+    }),
+    compensate: z.enum(["never", "on_failure", "on_failure_or_cancel"]).optional().openapi({
+      description: "when the run undoes its applied effects; other than the agent's declared mode only for admin",
+    }),
+    meta: MetaSchema.optional(),
     job: z
       .strictObject({
         objective: z.string().optional(),
@@ -229,9 +272,9 @@ export const StartRunBody = z
 
 export const SignalBody = z
   .strictObject({
-    name: z.string().min(1),
+    name: text("the signal's name"),
     payload: json().optional(),
-    messageId: z.string().min(1).max(1000).optional().openapi({ description: "de-duplicates deliveries" }),
+    messageId: text("de-duplicates deliveries", { max: 1000 }).optional(),
   })
   .openapi("Signal");
 
@@ -242,15 +285,14 @@ export const AnswerBody = z
 
 export const DecisionBody = z
   .strictObject({
-    digest: z
-      .string()
-      .min(1)
-      .openapi({ description: "the digest of the payload decided on (the wait's details.digest)" }),
-    note: z.string().optional(),
+    digest: text("the digest of the payload decided on (the wait's details.digest)", { max: 200 }),
+    note: text("why", { allowEmpty: true }).optional(),
   })
   .openapi("Decision");
 
-export const CancelBody = z.strictObject({ reason: z.string().optional() }).openapi("Cancel");
+export const CancelBody = z
+  .strictObject({ reason: text("why the run is cancelled", { allowEmpty: true }).optional() })
+  .openapi("Cancel");
 
 export const EmptyBody = z.strictObject({}).openapi("Empty");
 
@@ -259,37 +301,28 @@ export const ReconcileBody = z
     outcome: z.enum(["applied", "not_applied"]),
     result: json().optional(),
     receipt: json().optional(),
-    note: z.string().optional(),
+    note: text("how the outcome was found out", { allowEmpty: true }).optional(),
   })
   .openapi("Reconcile");
 
-export const VerdictBody = z.strictObject({ note: z.string().optional() }).openapi("Verdict");
+export const VerdictBody = z.strictObject({ note: text("why", { allowEmpty: true }).optional() }).openapi("Verdict");
 
 export const RunParams = z.object({
-  id: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: "id", in: "path" } }),
+  id: text("the run's id").openapi({ param: { name: "id", in: "path" } }),
 });
 export const WaitParams = RunParams.extend({
-  waitId: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: "waitId", in: "path" } }),
+  waitId: text("the wait's id").openapi({ param: { name: "waitId", in: "path" } }),
 });
 export const EffectParams = RunParams.extend({
-  effectId: z
-    .string()
-    .min(1)
-    .openapi({ param: { name: "effectId", in: "path" } }),
+  effectId: text("the effect's id").openapi({ param: { name: "effectId", in: "path" } }),
 });
 
 const queryInt = (description: string) =>
   z.coerce.number().int().nonnegative().optional().openapi({ type: "integer", description });
 
 export const ListRunsQuery = z.object({
-  agent: z.string().optional(),
-  workflow: z.string().optional(),
+  agent: text("only runs of this agent").optional(),
+  workflow: text("only runs of this workflow").optional(),
   state: z
     .string()
     .optional()
@@ -309,10 +342,6 @@ export const ListRunsQuery = z.object({
 
 export const EventsQuery = z.object({
   from: z.string().optional().openapi({ description: "an event id to resume after (as Last-Event-ID)" }),
-  access_token: z
-    .string()
-    .optional()
-    .openapi({ description: "the bearer token, for clients that cannot send headers (EventSource)" }),
 });
 
 export const MeSchema = z

@@ -2,7 +2,8 @@ import type { OpenAPIHono } from "@hono/zod-openapi";
 import type { AgentDefinition } from "../agent/agent.ts";
 import type { Logger } from "../runtime/logger.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import type { ServerEnv } from "./auth.ts";
+import type { Principal, ServerEnv } from "./auth.ts";
+import { seesStacks, withoutStacks } from "./error-stacks.ts";
 import type { RunFeed } from "./run-feed.ts";
 
 /** What the route handlers share: the runtime, the agents it knows and the server's settings. */
@@ -10,6 +11,8 @@ export interface ServerContext {
   runtime: Runtime;
   /** The agents `GET /api/agents` lists. */
   agents: readonly AgentDefinition[];
+  /** The module file of each agent this process loaded from one (recorded on the runs it starts). */
+  agentModules: Readonly<Record<string, string>>;
   /** The all-runs transition feed. */
   feed: RunFeed;
   /** This server process's id in event ids (model offsets and feed sequences restart with it). */
@@ -27,10 +30,11 @@ export interface ServerContext {
 export type ServerApp = OpenAPIHono<ServerEnv>;
 
 /**
- * A record as the handlers send it. The response schemas (schemas.ts) document the records of
+ * A record as the handlers send it to `principal`: errors without their stack traces unless it
+ * is an admin (error-stacks.ts). The response schemas (schemas.ts) document the records of
  * core/records.ts for /openapi.json; their TypeScript types come from `core/records.ts`, not from
  * the schemas, whose JSON-value and optional fields cannot match them exactly.
  */
-export function wire(value: unknown): any {
-  return value;
+export function wire(value: unknown, principal: Principal): any {
+  return seesStacks(principal) ? value : withoutStacks(value);
 }

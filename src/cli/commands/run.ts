@@ -111,7 +111,7 @@ interface RunRequest {
 async function startRun(runtime: Runtime, request: RunRequest, database: Database, io: Io) {
   const { module, agent, workflow, input, key } = request;
   const handle = await runtime
-    .run(agent, workflow, input, { ...(key !== undefined && { key }), meta: { module: module.file } })
+    .run(agent, workflow, input, { ...(key !== undefined && { key }), module: module.file })
     .catch((error: unknown) => {
       // The workflow's input schema refused it: say where the input came from.
       if (!(error instanceof InvalidInputError) || error.issues.length === 0) throw error;

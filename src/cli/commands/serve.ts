@@ -110,8 +110,13 @@ async function start(
     runtime.onTransition(printer.listener);
   }
   const dashboard = existsSync(join(DASHBOARD, "index.html")) ? DASHBOARD : undefined;
+  // The module each agent came from, recorded on the runs the server starts for `cairn resume`.
+  const agentModules = Object.fromEntries(
+    modules.flatMap((module) => [...module.agents.keys()].map((name) => [name, module.file] as const)).reverse(),
+  );
   const server = createServer(runtime, {
     tokens,
+    agentModules,
     ...(dashboard !== undefined && { staticRoot: dashboard }),
     ...(values.as !== undefined && { localSubject: values.as as string }),
   });
