@@ -2,7 +2,6 @@ import type { RunFilter } from "../backend/backend.ts";
 import { InvalidInputError } from "../core/errors.ts";
 import type { Actor } from "../core/records.ts";
 import { RUN_STATES, type RunState } from "../core/run-state.ts";
-import { toJson } from "../core/serialize.ts";
 import { checkOptionalText, checkText } from "../core/text.ts";
 import type { VerdictOptions } from "./contract-operations.ts";
 import type { StartOptions } from "./runtime-options.ts";
@@ -67,24 +66,13 @@ export function checkActor(value: unknown, field = "by"): Actor | string | undef
   return { kind: kind as Actor["kind"], id: id as string };
 }
 
-/**
- * What `run` takes besides the input: a text key, an actor, and `meta` as a plain JSON object
- * (a BigInt, a cycle, NaN or nesting too deep is refused here rather than by the store).
- */
-export function checkStartOptions(options: StartOptions, maxPayloadBytes: number): void {
+/** What `run` takes besides the input and `meta` (which `startMeta` checks): a text key, an actor. */
+export function checkStartOptions(options: StartOptions): void {
   if (options === null || typeof options !== "object") {
     throw new InvalidInputError(`the options of run must be an object (got ${describe(options)})`);
   }
   checkOptionalName(options.key, "key");
   checkActor(options.by);
-  if (options.meta !== undefined) {
-    if (options.meta === null || typeof options.meta !== "object" || Array.isArray(options.meta)) {
-      throw new InvalidInputError(`meta must be an object of JSON values (got ${describe(options.meta)})`, [
-        { path: ["meta"], message: "not an object" },
-      ]);
-    }
-    toJson(options.meta, "the run's meta", maxPayloadBytes);
-  }
 }
 
 /** What `accept` and `reject` take: who and why. */

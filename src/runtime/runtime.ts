@@ -234,7 +234,7 @@ export class Runtime {
       typeof agentRef === "string" ? checkName(agentRef, "agent") : toAgentDefinition(agentRef).name,
     );
     checkName(workflow, "workflow");
-    checkStartOptions(options, this.#maxPayloadBytes);
+    checkStartOptions(options);
     if (!Object.hasOwn(agent.workflows, workflow)) {
       throw new UnknownNameError(
         "UNKNOWN_WORKFLOW",
