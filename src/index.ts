@@ -90,6 +90,7 @@ export {
   EffectRefusedError,
   EffectUnresolvedError,
   HeartbeatTimeoutError,
+  HistoryLimitError,
   IllegalTransitionError,
   InvalidDefinitionError,
   InvalidInputError,
@@ -111,6 +112,7 @@ export {
   RunNotResumableError,
   RuntimeClosedError,
   type SerializedError,
+  SignalInboxFullError,
   StepLimitError,
   StepTimeoutError,
   StorageError,
@@ -156,6 +158,7 @@ export {
   type RunState,
   TERMINAL_STATES,
 } from "./core/run-state.ts";
+export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { approvalDigest, describeWait } from "./core/wait-steps.ts";
 export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts";

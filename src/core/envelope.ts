@@ -21,7 +21,6 @@ import {
   type ReplayDivergenceError,
   type SerializedError,
   StepLimitError,
-  ToolFailedError,
   UnknownNameError,
 } from "./errors.ts";
 import { Governor } from "./governor.ts";
@@ -950,16 +949,7 @@ export class WorkflowEnvelope {
   }
 }
 
-/** The error a failed step threw, rebuilt from the journal for a replay. */
+/** The error a failed step threw, rebuilt from the journal for a replay (its class kept). */
 function replayedFailure(step: StepRecord): Error {
-  const error = step.error ?? { name: "Error", message: `step ${step.seq} failed` };
-  if (error.code === "TOOL_FAILED" && step.kind === "tool") {
-    const attempts = typeof error.data?.attempts === "number" ? error.data.attempts : step.attempts.length;
-    return new ToolFailedError(
-      error.message,
-      { tool: step.name, attempts },
-      error.cause ? { cause: deserializeError(error.cause) } : undefined,
-    );
-  }
-  return deserializeError(error);
+  return deserializeError(step.error ?? { name: "Error", message: `step ${step.seq} failed` });
 }

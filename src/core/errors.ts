@@ -42,6 +42,8 @@ export type CairnErrorCode =
   | "CANCELLED"
   | "VERSION_MISMATCH"
   | "STEP_LIMIT"
+  | "HISTORY_LIMIT"
+  | "SIGNAL_INBOX_FULL"
   | "PAYLOAD_TOO_LARGE"
   | "EFFECT_NOT_APPLIED"
   | "EFFECT_REFUSED"
@@ -307,6 +309,47 @@ export class VersionMismatchError extends CairnError {
 /** The run reached its maximum number of steps; `ctx.continueAsNew` keeps long sessions small. */
 export class StepLimitError extends CairnError {
   readonly code = "STEP_LIMIT" as const;
+}
+
+/**
+ * The run's history reached one of its limits (`maxHistoryBytes`, `maxHistoryEvents`): the step
+ * that would take it further is refused. Never retried: the history only grows; carry the state
+ * over with `ctx.continueAsNew(state)` to go on in a fresh run.
+ */
+export class HistoryLimitError extends CairnError {
+  readonly code = "HISTORY_LIMIT" as const;
+  /** What is counted: `bytes` of JSON (`maxHistoryBytes`) or `events` (`maxHistoryEvents`). */
+  readonly measure: "bytes" | "events";
+  /** What the history holds, or would hold with the refused step. */
+  readonly figure: number;
+  readonly limit: number;
+  constructor(
+    message: string,
+    details: { measure: "bytes" | "events"; figure: number; limit: number },
+    options?: CairnErrorOptions,
+  ) {
+    super(message, options);
+    this.measure = details.measure;
+    this.figure = details.figure;
+    this.limit = details.limit;
+  }
+}
+
+/**
+ * A signal was refused because the run's inbox holds `maxUnreadSignals` signals it has not read
+ * (no wait of theirs came yet): nothing was stored. Not retryable as such: it succeeds only once
+ * the run reads its inbox (a wait for one of those names) or the sender sends what a wait awaits.
+ */
+export class SignalInboxFullError extends CairnError {
+  readonly code = "SIGNAL_INBOX_FULL" as const;
+  /** Unread signals in the inbox. */
+  readonly unread: number;
+  readonly limit: number;
+  constructor(message: string, details: { unread: number; limit: number }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.unread = details.unread;
+    this.limit = details.limit;
+  }
 }
 
 /**

@@ -1,3 +1,4 @@
+import { reviveCairnError } from "./error-revival.ts";
 import { CairnError, NotSerializableError, PayloadTooLargeError, type SerializedError } from "./errors.ts";
 import type { Json } from "./records.ts";
 import { storableText } from "./text.ts";
@@ -161,14 +162,17 @@ export function storableError(error: SerializedError): SerializedError {
 }
 
 /**
- * An error rebuilt from the journal: same name, message, code and cause as the one first
- * thrown, so a replay re-throws what the live run threw.
+ * An error rebuilt from the journal that was not a Cairn error (a tool's own `Error`, a domain
+ * provider's, a `TypeError`): its class cannot be rebuilt, as the journal holds data, not code.
+ * It keeps the `name`, `message`, `code`, `stack` and cause the first one had, so a workflow that
+ * branches on a user error tells it by `error.name` (or `code`), never by `instanceof` its class.
+ * A workflow sees this for a failed step's user error live as well as on replay.
  */
 export class ReplayedError extends Error {
   readonly code: string | undefined;
   readonly data: Record<string, unknown> | undefined;
   constructor(serialized: SerializedError) {
-    super(serialized.message, serialized.cause ? { cause: new ReplayedError(serialized.cause) } : undefined);
+    super(serialized.message, serialized.cause ? { cause: deserializeError(serialized.cause) } : undefined);
     this.name = serialized.name;
     this.code = serialized.code;
     this.data = serialized.data;
@@ -176,7 +180,16 @@ export class ReplayedError extends Error {
   }
 }
 
-/** Rebuilds a thrown value from its journal form. */
+/**
+ * Rebuilds a thrown value from its journal form: a Cairn error into its own class with its data
+ * (`instanceof ContextOverflowError` holds on replay as it did live), any other error as a
+ * {@link ReplayedError}; causes likewise.
+ */
 export function deserializeError(serialized: SerializedError): Error {
+  if (serialized.retryable !== undefined && serialized.code !== undefined) {
+    const cause = serialized.cause ? deserializeError(serialized.cause) : undefined;
+    const revived = reviveCairnError(serialized, cause);
+    if (revived) return revived;
+  }
   return new ReplayedError(serialized);
 }

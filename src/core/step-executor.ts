@@ -11,7 +11,7 @@ import { ToolFailedError } from "./errors.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import type { AttemptRecord, Json, StepRecord, Usage } from "./records.ts";
 import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "./retry-policy.ts";
-import { serializeError, toJson } from "./serialize.ts";
+import { deserializeError, serializeError, toJson } from "./serialize.ts";
 
 /** What one attempt sees of its step. */
 export interface StepExecution {
@@ -251,7 +251,10 @@ function fail(step: StepRecord, host: EnvelopeHost, writer: JournalWriter, error
   step.error = serializeError(final);
   step.endedAt = host.now();
   writer.later(step, true);
-  throw final;
+  // The workflow gets what a replay gives it (the error rebuilt from its journal form), so code
+  // that branches on the error takes the same branch both times, and never sees what the
+  // journal keeps out (credentials).
+  throw deserializeError(step.error);
 }
 
 async function settle(
