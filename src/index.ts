@@ -149,6 +149,7 @@ export type {
   WaitRecord,
   WaitResolution,
 } from "./core/records.ts";
+export { REDACTED } from "./core/redact.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./core/retry-policy.ts";
 export {
   isTerminal,
@@ -188,6 +189,7 @@ export {
 } from "./runtime/run-contract.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type JobSpec, type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
+export { environmentSecrets, type SecretProvider } from "./runtime/secrets.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
 export type { WorkerOptions } from "./worker/worker.ts";

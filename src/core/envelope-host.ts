@@ -67,6 +67,11 @@ export interface EnvelopeHost {
   readonly modelTimeoutMs: number | undefined;
   /** The MCP servers registered on the runtime, if any. */
   readonly mcp: McpTools | undefined;
+  /**
+   * The secret `name` from the runtime's secrets provider, remembered for redaction
+   * (`rememberSecret`); `UnknownNameError` (`UNKNOWN_SECRET`) when there is none. Never journaled.
+   */
+  secret(name: string): Promise<string>;
   /** Adds an event to the run's live stream (model output, not journaled). */
   emit(event: RunEventBody): void;
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;

@@ -29,6 +29,7 @@ import { JournalWriter } from "./journal-writer.ts";
 import { loopTools } from "./loop-tools.ts";
 import { modelAttempt } from "./model-attempt.ts";
 import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "./records.ts";
+import { redactJson } from "./redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
@@ -848,11 +849,13 @@ export class WorkflowEnvelope {
     begun?: { seq: number; recorded: StepRecord | undefined },
   ): Promise<R> {
     const { seq, recorded } = begun ?? this.#begin(kind, name);
-    const snapshot = jsonSnapshot(
+    let snapshot = jsonSnapshot(
       args ?? null,
       `the arguments of ${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
       this.#host.maxPayloadBytes,
     );
+    // A model request is journaled without the credentials it may quote (the provider gets it whole).
+    if (kind === "llm") snapshot = redactedSnapshot(snapshot);
     const argsJson = snapshot.json ?? null;
     const argsDigest = digestText(snapshot.text);
     if (recorded) {
@@ -947,6 +950,15 @@ export class WorkflowEnvelope {
       epoch: this.#run.epoch,
     };
   }
+}
+
+/** `snapshot` with credentials redacted ({@link redactJson}); itself when it holds none. */
+function redactedSnapshot(snapshot: { json: Json | undefined; text: string }): {
+  json: Json | undefined;
+  text: string;
+} {
+  const json = redactJson(snapshot.json);
+  return json === snapshot.json ? snapshot : { json, text: JSON.stringify(json) };
 }
 
 /** The error a failed step threw, rebuilt from the journal for a replay (its class kept). */

@@ -63,6 +63,7 @@ const CLASS_OF: { readonly [C in CairnErrorCode]: abstract new (...args: never[]
   UNKNOWN_DOMAIN: UnknownNameError,
   UNKNOWN_MODEL: UnknownNameError,
   UNKNOWN_MCP_SERVER: UnknownNameError,
+  UNKNOWN_SECRET: UnknownNameError,
   INVALID_DEFINITION: InvalidDefinitionError,
   TOOL_FAILED: ToolFailedError,
   STEP_TIMEOUT: StepTimeoutError,

@@ -15,6 +15,7 @@ export type CairnErrorCode =
   | "UNKNOWN_DOMAIN"
   | "UNKNOWN_MODEL"
   | "UNKNOWN_MCP_SERVER"
+  | "UNKNOWN_SECRET"
   | "INVALID_DEFINITION"
   | "TOOL_FAILED"
   | "STEP_TIMEOUT"
@@ -121,7 +122,7 @@ export class InvalidInputError extends CairnError {
   }
 }
 
-/** An agent, workflow, tool, domain or model name that is not registered. */
+/** An agent, workflow, tool, domain, model, MCP server or secret name that is not registered. */
 export class UnknownNameError extends CairnError {
   readonly code:
     | "UNKNOWN_AGENT"
@@ -129,7 +130,8 @@ export class UnknownNameError extends CairnError {
     | "UNKNOWN_TOOL"
     | "UNKNOWN_DOMAIN"
     | "UNKNOWN_MODEL"
-    | "UNKNOWN_MCP_SERVER";
+    | "UNKNOWN_MCP_SERVER"
+    | "UNKNOWN_SECRET";
   constructor(
     code:
       | "UNKNOWN_AGENT"
@@ -137,7 +139,8 @@ export class UnknownNameError extends CairnError {
       | "UNKNOWN_TOOL"
       | "UNKNOWN_DOMAIN"
       | "UNKNOWN_MODEL"
-      | "UNKNOWN_MCP_SERVER",
+      | "UNKNOWN_MCP_SERVER"
+      | "UNKNOWN_SECRET",
     message: string,
     options?: CairnErrorOptions,
   ) {

@@ -1,6 +1,7 @@
 import { reviveCairnError } from "./error-revival.ts";
 import { CairnError, NotSerializableError, PayloadTooLargeError, type SerializedError } from "./errors.ts";
 import type { Json } from "./records.ts";
+import { redactJson, redactText } from "./redact.ts";
 import { storableText } from "./text.ts";
 
 /** The default limit on one JSON payload of the journal: 16 MiB of JSON text (UTF-8). */
@@ -121,11 +122,14 @@ function formatBytes(bytes: number): string {
   return `${shown} ${unit} (${bytes} bytes)`;
 }
 
-/** Turns any thrown value into the journal's error shape. */
+/**
+ * Turns any thrown value into the journal's error shape, with credentials redacted from its
+ * message, stack and data ({@link redactText}): every error Cairn stores or logs goes through here.
+ */
 export function serializeError(error: unknown, depth = 0): SerializedError {
   if (error instanceof Error) {
-    const out: SerializedError = { name: error.name, message: error.message };
-    if (error.stack) out.stack = error.stack;
+    const out: SerializedError = { name: error.name, message: redactText(String(error.message)) };
+    if (error.stack) out.stack = redactText(error.stack);
     if (error instanceof CairnError) {
       out.code = error.code;
       out.retryable = error.retryable;
@@ -133,7 +137,8 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
       for (const [k, v] of Object.entries(error)) {
         if (k !== "code" && typeof v !== "function") data[k] = v;
       }
-      if (Object.keys(data).length) out.data = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
+      if (Object.keys(data).length)
+        out.data = redactJson(JSON.parse(JSON.stringify(data)) as Json) as Record<string, Json>;
     } else {
       const code = (error as { code?: unknown }).code;
       if (typeof code === "string") out.code = code;
@@ -141,7 +146,7 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
     if (error.cause !== undefined && depth < 5) out.cause = serializeError(error.cause, depth + 1);
     return out;
   }
-  return { name: "Error", message: typeof error === "string" ? error : safeString(error) };
+  return { name: "Error", message: redactText(typeof error === "string" ? error : safeString(error)) };
 }
 
 function safeString(value: unknown): string {

@@ -10,8 +10,9 @@ import type { EnvelopeHost } from "./envelope-host.ts";
 import { ToolFailedError } from "./errors.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import type { AttemptRecord, Json, StepRecord, Usage } from "./records.ts";
+import { holdsKnownSecret, redactKnownJson } from "./redact.ts";
 import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "./retry-policy.ts";
-import { deserializeError, serializeError, toJson } from "./serialize.ts";
+import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 
 /** What one attempt sees of its step. */
 export interface StepExecution {
@@ -175,7 +176,10 @@ export async function executeStep<R>(options: {
       });
       if (stop.aborted) throw stop.reason;
       // Too large is not retryable (PayloadTooLargeError): the step fails at once.
-      const result = toJson(value, `the result of ${limits.label}`, host.maxPayloadBytes);
+      const snapshot = jsonSnapshot(value, `the result of ${limits.label}`, host.maxPayloadBytes);
+      // A secret the tool resolved (ctx.secret) or the environment holds is not journaled, and the
+      // workflow gets what the journal keeps, as a replay would.
+      const result = holdsKnownSecret(snapshot.text) ? redactKnownJson(snapshot.json) : snapshot.json;
       record.endedAt = host.now();
       step.status = "completed";
       step.result = result;

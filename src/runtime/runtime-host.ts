@@ -40,6 +40,8 @@ export function createEnvelopeHost(options: {
   prices: PriceTable;
   /** The default budget of an agent's runs, or undefined for an agent this runtime does not have. */
   agentBudget(agent: string): Budget | undefined;
+  /** `ctx.secret`: the runtime's secrets provider (see `secretResolver`). */
+  secret(name: string): Promise<string>;
 }): EnvelopeHost {
   const { run, backend, domains, models, logger } = options;
   const epoch = run.epoch;
@@ -113,6 +115,7 @@ export function createEnvelopeHost(options: {
     modelRetry: options.modelRetry,
     modelTimeoutMs: options.modelTimeoutMs,
     mcp: options.mcp,
+    secret: options.secret,
     emit: (event) => options.emit(run.id, event),
     log: (level, message, fields) => logger[level](message, fields),
   };

@@ -14,6 +14,7 @@ import type { McpServerConfig } from "../mcp/mcp.ts";
 import type { WorkerOptions } from "../worker/worker.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
+import type { SecretProvider } from "./secrets.ts";
 
 /** The options of a {@link Runtime} and of the runs it starts, and the run's stored `meta`. */
 
@@ -78,6 +79,14 @@ export interface RuntimeOptions {
    * model call is recorded on its step and counted in budgets. @default the built-in table
    */
   prices?: Record<string, ModelPrice>;
+  /**
+   * Where a tool's `ctx.secret(name)` reads a secret, when it asks: never journaled, never
+   * exported, and redacted from every error, model request and tool result the runtime stores.
+   * @default the environment (`process.env[name]`)
+   * @example
+   * secrets: async (name) => (await vault.read(`cairn/${name}`))?.value
+   */
+  secrets?: SecretProvider;
 }
 
 /** Everything recorded about a run. */

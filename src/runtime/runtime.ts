@@ -41,6 +41,7 @@ import { RunEventHub } from "./run-events.ts";
 import { RunHandle } from "./run-handle.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
 import { type RunHistory, type RuntimeOptions, type StartOptions, startMeta } from "./runtime-options.ts";
+import { secretResolver } from "./secrets.ts";
 import { RUNTIME_VERSION } from "./version.ts";
 import {
   answerQuestion,
@@ -121,6 +122,7 @@ export class Runtime {
       }
       this.#agents.set(agent.name, agent);
     }
+    const secret = secretResolver(options.secrets);
     if (options.worker !== false) {
       this.#worker = new Worker(
         {
@@ -152,6 +154,7 @@ export class Runtime {
               policies: this.#policies,
               prices: this.#prices,
               agentBudget: (agent) => this.#agents.get(agent)?.budget,
+              secret,
             });
           },
           versions: (agent) => this.#versions(agent),

@@ -59,6 +59,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   UNKNOWN_DOMAIN: 422,
   UNKNOWN_MODEL: 422,
   UNKNOWN_MCP_SERVER: 422,
+  UNKNOWN_SECRET: 422,
   // The request's data is wrong.
   INVALID_INPUT: 400,
   NOT_SERIALIZABLE: 400,
