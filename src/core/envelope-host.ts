@@ -59,6 +59,10 @@ export interface EnvelopeHost {
    * a larger one is refused with `PayloadTooLargeError`.
    */
   readonly maxPayloadBytes: number;
+  /** Bytes of JSON a run's history may hold (`HistoryMeter`): a new step past it is refused. */
+  readonly maxHistoryBytes: number;
+  /** Events (steps, retried attempts, transitions) a run's history may hold. */
+  readonly maxHistoryEvents: number;
   /** Retry policy of domain steps. */
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */

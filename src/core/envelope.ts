@@ -24,6 +24,7 @@ import {
   UnknownNameError,
 } from "./errors.ts";
 import { Governor } from "./governor.ts";
+import { HistoryMeter, historySize, jsonBytes, textBytes } from "./history-meter.ts";
 import { parseInput, parseWorkflowInput } from "./input-schema.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import { loopTools } from "./loop-tools.ts";
@@ -122,6 +123,8 @@ export class WorkflowEnvelope {
   readonly #modelErrors = new Map<number, string>();
   /** Policies and budget: a refusal ends the run BLOCKED. */
   readonly #governor: Governor;
+  /** The size of the run's history against its limits (`maxHistoryBytes`, `maxHistoryEvents`). */
+  readonly #meter: HistoryMeter;
   #blocked: CairnError | undefined;
   #finished = false;
 
@@ -135,14 +138,21 @@ export class WorkflowEnvelope {
     this.#run = options.run;
     this.#agent = options.agent;
     this.#host = options.host;
+    this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
+    this.#meter = new HistoryMeter({
+      runId: options.run.id,
+      limits: { maxHistoryBytes: options.host.maxHistoryBytes, maxHistoryEvents: options.host.maxHistoryEvents },
+      loaded: historySize(options.run, this.#history),
+      warn: (message) => options.host.log("warn", message, { runId: options.run.id }),
+    });
     this.#waitSteps = new WaitSteps({
       run: options.run,
       host: options.host,
+      meter: this.#meter,
       stored: options.waits ?? [],
       isIdle: () => this.#inflight === 0 && !this.#finished,
       pause: (outcome) => this.#settle?.(outcome),
     });
-    this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
     this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
     this.#governor = new Governor({
@@ -493,6 +503,7 @@ export class WorkflowEnvelope {
     const { seq, recorded } = this.#begin("marker", name);
     if (!recorded) {
       const at = this.#host.now();
+      this.#meter.add(jsonBytes(null) + jsonBytes(true), 0);
       this.#writer.later(
         { ...this.#newStep(seq, "marker", name, null, at), status: "completed", result: true, endedAt: at },
         false,
@@ -524,7 +535,9 @@ export class WorkflowEnvelope {
     this.#calls.push({ seq, kind, name });
     const recorded = this.#journal.get(seq);
     if (!recorded) {
-      // A new step: the budget is checked before it and it counts from now on.
+      // A new step: refused once the history is at a limit (HistoryLimitError, like StepLimitError).
+      this.#meter.newStep();
+      // The budget is checked before it and it counts from now on.
       const exceeded = this.#governor.check(kind, this.#host.now());
       if (exceeded) this.#block(exceeded);
       this.#governor.started(kind);
@@ -549,6 +562,7 @@ export class WorkflowEnvelope {
     if (recorded?.status === "completed") return recorded.result as T;
     const value = produce();
     const at = this.#host.now();
+    this.#meter.add(jsonBytes(null) + jsonBytes(value), 0);
     // A result like any other: the commit that carries it must be synchronous. The next step's
     // start record rides on that commit and its function may see the value (a uuid used as an
     // idempotency key); a cheaper commit lost to a power loss would let the replay make another.
@@ -643,6 +657,7 @@ export class WorkflowEnvelope {
       this.#history.filter((s) => s.effect?.compensates !== undefined).map((s) => [s.effect?.compensates, s]),
     );
     let next = this.#maxRecordedSeq;
+    this.#meter.stopRefusing();
     const undone: string[] = [];
     const failed: string[] = [];
     const outcome = await this.#conclude(async (): Promise<CompensationOutcome> => {
@@ -858,6 +873,12 @@ export class WorkflowEnvelope {
     if (kind === "llm") snapshot = redactedSnapshot(snapshot);
     const argsJson = snapshot.json ?? null;
     const argsDigest = digestText(snapshot.text);
+    if (!recorded) {
+      this.#meter.admit(
+        textBytes(snapshot.text),
+        `the arguments of ${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
+      );
+    }
     if (recorded) {
       if (recorded.argsDigest !== argsDigest) {
         this.#host.log("warn", `step ${seq} (${kind} "${name}") is replayed with different arguments`, {
@@ -885,6 +906,7 @@ export class WorkflowEnvelope {
         step,
         host: this.#host,
         writer: this.#writer,
+        history: this.#meter,
         stop: this.#stop.signal,
         cancel: this.#cancel.signal,
         attemptSignal: this.#attempts.signal,

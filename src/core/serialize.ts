@@ -108,7 +108,7 @@ export function checkPayloadSize(text: string, what: string, limit: number): voi
 }
 
 /** `1536` → `1.5 KiB (1536 bytes)`. */
-function formatBytes(bytes: number): string {
+export function formatBytes(bytes: number): string {
   const units = ["KiB", "MiB", "GiB"];
   let value = bytes;
   let unit = "";

@@ -23,6 +23,8 @@ export function createEnvelopeHost(options: {
   retryPauseThresholdMs: number;
   maxSteps: number;
   maxPayloadBytes: number;
+  maxHistoryBytes: number;
+  maxHistoryEvents: number;
   versions(agent: string): Versions;
   /** Called after a child run was created, so the worker looks for it. */
   onChildCreated(): void;
@@ -79,6 +81,8 @@ export function createEnvelopeHost(options: {
     retryPauseThresholdMs: options.retryPauseThresholdMs,
     maxSteps: options.maxSteps,
     maxPayloadBytes: options.maxPayloadBytes,
+    maxHistoryBytes: options.maxHistoryBytes,
+    maxHistoryEvents: options.maxHistoryEvents,
     readDomain: async (domain, entity, params, info) => {
       const provider = domains[domain];
       if (!provider) {

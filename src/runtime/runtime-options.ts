@@ -69,6 +69,27 @@ export interface RuntimeOptions {
    */
   maxPayloadBytes?: number;
   /**
+   * Bytes of JSON text (UTF-8) one run's history may hold: its input and its steps' arguments,
+   * results and errors (what a replay reads back on every resume). A new step past it is refused
+   * with `HistoryLimitError` (`HISTORY_LIMIT`, naming `ctx.continueAsNew`), and so is a step whose
+   * arguments or result would take the history past it; a warning is logged at 80 %.
+   * @default 50 MiB (52428800)
+   */
+  maxHistoryBytes?: number;
+  /**
+   * Events one run's history may hold: one per step, per retried attempt and per transition. A new
+   * step past it is refused with `HistoryLimitError`; a warning is logged at 80 %.
+   * @default 50000
+   */
+  maxHistoryEvents?: number;
+  /**
+   * Signals a run's inbox may hold unread (sent before anything waited for them). A signal past it
+   * is refused to its sender with `SignalInboxFullError` (`SIGNAL_INBOX_FULL`, HTTP 409) and nothing
+   * is stored; a signal a wait is open for is always taken.
+   * @default 1000
+   */
+  maxUnreadSignals?: number;
+  /**
    * Asked before every tool, model, domain and spawn call of every run (DESIGN §6): allow, deny
    * (the run ends BLOCKED naming the policy and its version) or require an approval. Their
    * versions are recorded on every run (`versions.policy`). @default []
