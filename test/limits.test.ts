@@ -345,6 +345,44 @@ forEachBackend((under) => {
   });
 });
 
+// Memory only: the issue's own case at the default limits, 48 MiB of results held in the store;
+// the counting is the envelope's, the same on every backend (the scaled tests above run on all).
+describe("the default maxHistoryBytes", () => {
+  it("takes four 12 MiB results and refuses the fifth (50 MiB)", async () => {
+    const twelve = "x".repeat(12 * 1024 * 1024 - 2);
+    let calls = 0;
+    const agent = defineAgent({
+      name: "bulk_default",
+      tools: {
+        fetch: defineTool({
+          run: async () => {
+            calls++;
+            return twelve;
+          },
+        }),
+      },
+      workflows: {
+        async go(ctx, _input: null) {
+          const got: string[] = [];
+          for (let i = 0; i < 5; i++) {
+            try {
+              got.push(`ok ${((await ctx.tool("fetch", { i })) as string).length}`);
+            } catch (error) {
+              got.push(`${(error as Error).name}: ${((error as Error).cause as HistoryLimitError).code}`);
+            }
+          }
+          return got;
+        },
+      },
+    });
+    const runtime = make({ agents: [agent] });
+    const handle = await runtime.run(agent, "go", null);
+    const ok = `ok ${twelve.length}`;
+    expect(await handle.result({ timeoutMs: 30_000 })).toEqual([ok, ok, ok, ok, "ToolFailedError: HISTORY_LIMIT"]);
+    expect(calls).toBe(5);
+  }, 60_000);
+});
+
 describe("maxUnreadSignals over HTTP", () => {
   it("answers 409 SIGNAL_INBOX_FULL with the figures, and stores nothing", async () => {
     const s = makeServer({}, { maxUnreadSignals: 1 });

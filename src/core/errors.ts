@@ -83,7 +83,26 @@ export abstract class CairnError extends Error {
   get retryable(): boolean {
     return (this.constructor as typeof CairnError).retryable;
   }
+
+  /**
+   * `instanceof` that holds across copies of Cairn (two versions in one `node_modules`, a bundle
+   * beside a library): an error is an instance of a Cairn error class when it is one of this very
+   * class or its prototype chain carries the class's marker, `Symbol.for("cairn.error.<Name>")`, as
+   * Temporal's `SymbolBasedInstanceOfError` does. A user's subclass keeps the ordinary check.
+   */
+  static override [Symbol.hasInstance](this: abstract new (...args: never[]) => unknown, instance: unknown): boolean {
+    // biome-ignore lint/complexity/noUselessThisAlias: one name for the class `instanceof` names
+    // biome-ignore lint/complexity/noThisInStatic: that class may be a subclass
+    const Class = this;
+    if (Function.prototype[Symbol.hasInstance].call(Class, instance)) return true;
+    if (typeof instance !== "object" || instance === null || !Object.hasOwn(Class, CLASS_MARKER)) return false;
+    const marker = (Class as unknown as Record<symbol, symbol>)[CLASS_MARKER] as symbol;
+    return (instance as Record<symbol, unknown>)[marker] === true;
+  }
 }
+
+/** Where each Cairn error class keeps the symbol that marks its instances. */
+const CLASS_MARKER = Symbol.for("cairn.error.marker");
 
 /** A state change that the transition table does not allow. A bug, never retried. */
 export class IllegalTransitionError extends CairnError {
@@ -568,4 +587,60 @@ export class NonRetryableError extends Error {
     super(message, options);
     this.name = "NonRetryableError";
   }
+}
+
+/**
+ * Marks every Cairn error class (its name written out, so a minifier cannot change it): its
+ * prototype carries `Symbol.for("cairn.error.<Name>")` for `instanceof` across copies of Cairn.
+ */
+for (const [name, Class] of Object.entries({
+  CairnError,
+  IllegalTransitionError,
+  ReplayDivergenceError,
+  InvalidInputError,
+  UnknownNameError,
+  InvalidDefinitionError,
+  ToolFailedError,
+  StepTimeoutError,
+  HeartbeatTimeoutError,
+  LeaseLostError,
+  RunNotFoundError,
+  RunNotResumableError,
+  NotSerializableError,
+  RuntimeClosedError,
+  StorageError,
+  StorageRejectedError,
+  WaitTimeoutError,
+  WaitNotFoundError,
+  WaitClosedError,
+  RunNotOpenError,
+  ApprovalDeniedError,
+  ApprovalExpiredError,
+  ApprovalRefusedError,
+  CancelledError,
+  VersionMismatchError,
+  StepLimitError,
+  HistoryLimitError,
+  SignalInboxFullError,
+  PayloadTooLargeError,
+  EffectNotAppliedError,
+  EffectRefusedError,
+  EffectUnresolvedError,
+  EffectNotFoundError,
+  CompensationFailedError,
+  PolicyDeniedError,
+  BudgetExceededError,
+  RunNotCompletedError,
+  AlreadyDecidedError,
+  RunEndedError,
+  ModelUnavailableError,
+  ModelRequestError,
+  ContextOverflowError,
+  MaxTurnsExceededError,
+  AgentLoopStuckError,
+  McpError,
+})) {
+  const marker = Symbol.for(`cairn.error.${name}`);
+  Object.defineProperty(Class, CLASS_MARKER, { value: marker });
+  Object.defineProperty(Class.prototype, marker, { value: true });
 }
