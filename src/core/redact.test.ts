@@ -49,6 +49,7 @@ describe("redactText", () => {
       "skill-based tasks, ask-me-anything, the token count was 12, key points",
       "https://platform.openai.com/account/api-keys",
       "the password was wrong",
+      "Bearer authentication is required for this endpoint",
     ]) {
       expect(redactText(text)).toBe(text);
     }
@@ -58,12 +59,17 @@ describe("redactText", () => {
 
   it("replaces the values this process knows, whatever their shape, raw and JSON-escaped", () => {
     rememberSecret('plain"secret\\value-1');
-    rememberEnvironmentSecrets({ MY_SERVICE_TOKEN: "tok-looks-ordinary-42", HOME: "/home/someone-else" });
+    rememberEnvironmentSecrets({
+      MY_SERVICE_TOKEN: "tok-looks-ordinary-42",
+      HOME: "/home/someone-else",
+      POSTGRES_PASSWORD: "postgres",
+    });
     rememberSecret("short");
     expect(redactText('used plain"secret\\value-1 and tok-looks-ordinary-42')).toBe(`used ${REDACTED} and ${REDACTED}`);
     expect(redactText(JSON.stringify({ v: 'plain"secret\\value-1' }))).toBe(`{"v":"${REDACTED}"}`);
     // Not named like a credential, or too short to tell from ordinary text.
     expect(redactText("/home/someone-else is short")).toBe("/home/someone-else is short");
+    expect(redactText("connected to postgres")).toBe("connected to postgres");
     expect(redactKnownJson({ a: ["x tok-looks-ordinary-42 y"], b: 1 })).toEqual({ a: [`x ${REDACTED} y`], b: 1 });
   });
 });

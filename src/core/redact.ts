@@ -22,8 +22,9 @@ import type { Json } from "./records.ts";
  * What it cannot catch: a secret of no known shape, under no telling label, that this process was
  * never told about (a password typed into a prompt, a key read from a file by a tool without
  * `ctx.secret`); a secret split, encoded (base64, URL-encoded) or transformed before it was
- * thrown; a known value shorter than {@link MIN_SECRET_LENGTH} characters (it would match ordinary
- * text). Tool arguments and results are stored as given, but for the values this process knows
+ * thrown; a known value shorter than {@link MIN_SECRET_LENGTH} characters, or an environment
+ * variable's shorter than {@link MIN_ENVIRONMENT_SECRET_LENGTH} (they would match ordinary text);
+ * more than {@link MAX_KNOWN_SECRETS} distinct values at once (the oldest are dropped). Tool arguments and results are stored as given, but for the values this process knows
  * (a tool result is cleaned of them); the journal is no place for credentials: a tool resolves
  * them with `ctx.secret(name)` when it runs.
  */
@@ -34,7 +35,16 @@ export const REDACTED = "[REDACTED]";
 /** Known values shorter than this are not redacted: they would match ordinary text. */
 export const MIN_SECRET_LENGTH = 8;
 
-/** Values known to be secret, in this process. Kept for the process's life (see {@link rememberSecret}). */
+/**
+ * An environment variable's value is taken for a known secret only from this length on: real keys
+ * and tokens are longer, and a short one (`POSTGRES_PASSWORD=postgres`) would blank ordinary words.
+ */
+export const MIN_ENVIRONMENT_SECRET_LENGTH = 16;
+
+/** How many known values are kept: the most recently remembered (a secret resolved again is kept). */
+export const MAX_KNOWN_SECRETS = 1000;
+
+/** Values known to be secret, in this process, oldest first (see {@link rememberSecret}). */
 const known = new Set<string>();
 /** One alternation of every known value (and its JSON-escaped form), longest first; rebuilt on change. */
 let knownPattern: RegExp | undefined;
@@ -45,8 +55,15 @@ let knownPattern: RegExp | undefined;
  * harmless; storing a credential is not). Values shorter than {@link MIN_SECRET_LENGTH} are ignored.
  */
 export function rememberSecret(value: string): void {
-  if (typeof value !== "string" || value.length < MIN_SECRET_LENGTH || known.has(value)) return;
+  if (typeof value !== "string" || value.length < MIN_SECRET_LENGTH) return;
+  if (known.has(value)) {
+    // Kept as the newest, so a secret still in use is never the one dropped.
+    known.delete(value);
+    known.add(value);
+    return;
+  }
   known.add(value);
+  if (known.size > MAX_KNOWN_SECRETS) known.delete(known.values().next().value as string);
   const forms = new Set<string>();
   for (const v of known) {
     forms.add(v);
@@ -63,10 +80,15 @@ export function rememberSecret(value: string): void {
 export const SECRET_VARIABLE =
   /(?:^|_)(?:API_?KEY|KEY_?SECRET|SECRET(?:_?KEY)?|SECRET_ACCESS_KEY|ACCESS_?KEY(?:_ID)?|KEY|SESSION_TOKEN|TOKENS?|PASSWORD|PASSWD|PRIVATE_KEY|CREDENTIALS?|AUTH)$/i;
 
-/** Remembers ({@link rememberSecret}) the value of every variable of `env` named like a credential. */
+/**
+ * Remembers ({@link rememberSecret}) the value of every variable of `env` named like a credential,
+ * at least {@link MIN_ENVIRONMENT_SECRET_LENGTH} characters long.
+ */
 export function rememberEnvironmentSecrets(env: Readonly<Record<string, string | undefined>>): void {
   for (const [name, value] of Object.entries(env)) {
-    if (value && SECRET_VARIABLE.test(name)) rememberSecret(value);
+    if (value && value.length >= MIN_ENVIRONMENT_SECRET_LENGTH && SECRET_VARIABLE.test(name) && !known.has(value)) {
+      rememberSecret(value);
+    }
   }
 }
 
@@ -78,7 +100,8 @@ const PATTERNS: readonly [RegExp, string | ((match: string, ...groups: string[])
     /\b((?:proxy-)?authorization["']?\s*[:=]\s*["']?)(?:(bearer|basic|token|digest|apikey)\s+)?[^\s"',;&]+/gi,
     (_match, label: string, scheme: string | undefined) => `${label}${scheme ? `${scheme} ` : ""}${REDACTED}`,
   ],
-  [/\b(bearer\s+)[A-Za-z0-9\-._~+/]{8,}=*/gi, `$1${REDACTED}`],
+  // A bearer token has a digit or a sign in it, or is long: "Bearer authentication" is prose.
+  [/\b(bearer\s+)(?:(?=[A-Za-z]*[0-9\-._~+/])[A-Za-z0-9\-._~+/]{8,}|[A-Za-z]{24,})=*/gi, `$1${REDACTED}`],
   // The value after a telling name: `api_key=…`, `"x-api-key": "…"`, `password: …`.
   [
     /\b((?:x-)?(?:api[-_]?key|apikey|access[-_]?token|refresh[-_]?token|id[-_]?token|auth[-_]?token|client[-_]?secret|secret[-_]?key|private[-_]?key|password|passwd|aws[-_]?secret[-_]?access[-_]?key|aws[-_]?session[-_]?token|x-goog-api-key)["']?\s*[:=]\s*["']?)[^\s"',;&]+/gi,
