@@ -90,6 +90,7 @@ export {
   EffectRefusedError,
   EffectUnresolvedError,
   HeartbeatTimeoutError,
+  HistoryLimitError,
   IllegalTransitionError,
   InvalidDefinitionError,
   InvalidInputError,
@@ -111,6 +112,7 @@ export {
   RunNotResumableError,
   RuntimeClosedError,
   type SerializedError,
+  SignalInboxFullError,
   StepLimitError,
   StepTimeoutError,
   StorageError,
@@ -147,6 +149,7 @@ export type {
   WaitRecord,
   WaitResolution,
 } from "./core/records.ts";
+export { REDACTED } from "./core/redact.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./core/retry-policy.ts";
 export {
   isTerminal,
@@ -156,6 +159,7 @@ export {
   type RunState,
   TERMINAL_STATES,
 } from "./core/run-state.ts";
+export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { approvalDigest, describeWait } from "./core/wait-steps.ts";
 export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts";
@@ -185,6 +189,7 @@ export {
 } from "./runtime/run-contract.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type JobSpec, type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
+export { environmentSecrets, type SecretProvider } from "./runtime/secrets.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
 export type { WorkerOptions } from "./worker/worker.ts";

@@ -8,15 +8,20 @@ import { SqliteBackend } from "../src/backend/sqlite/sqlite-backend.ts";
 import {
   defineAgent,
   defineTool,
+  HistoryLimitError,
   InvalidDefinitionError,
+  type Logger,
   PayloadTooLargeError,
   type RunRecord,
   Runtime,
   type RuntimeOptions,
+  SignalInboxFullError,
   silentLogger,
+  ToolFailedError,
 } from "../src/index.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 import { until } from "./helpers/runtime-helpers.ts";
+import { makeServer } from "./helpers/server-fixtures.ts";
 
 const LIMIT = 10_000;
 
@@ -149,6 +154,245 @@ forEachBackend((under) => {
         expect(() => new Runtime({ agents: [agent], maxPayloadBytes, worker: false })).toThrow(InvalidDefinitionError);
       }
     });
+  });
+});
+
+forEachBackend((under) => {
+  const { runtimes } = under;
+
+  describe("maxHistoryBytes", () => {
+    /** Tool results of 3,002 bytes of JSON; the workflow takes them until the history says no. */
+    function chunks(calls: { n: number }, pauseAfter?: number) {
+      return defineAgent({
+        name: "chunks",
+        tools: {
+          chunk: defineTool({
+            run: async () => {
+              calls.n++;
+              return "x".repeat(3000);
+            },
+          }),
+        },
+        workflows: {
+          async go(ctx, _input: null) {
+            const got: string[] = [];
+            for (let i = 0; i < 10; i++) {
+              if (i === pauseAfter) got.push(`signal ${await ctx.waitForSignal<string>("go")}`);
+              try {
+                await ctx.tool("chunk", { i });
+                got.push(`ok ${i}`);
+              } catch (error) {
+                const cause = (error as Error).cause;
+                got.push(
+                  error instanceof ToolFailedError
+                    ? `failed ${i}: ${cause instanceof HistoryLimitError ? `history ${cause.measure}` : String(cause)}`
+                    : `refused ${i}: ${error instanceof HistoryLimitError ? `history ${error.measure}` : String(error)}`,
+                );
+                if (!(error instanceof ToolFailedError)) break;
+              }
+            }
+            return got;
+          },
+        },
+      });
+    }
+
+    it("fails the step whose result would pass it, at once, then refuses new steps, naming continueAsNew", async () => {
+      const calls = { n: 0 };
+      const agent = chunks(calls);
+      const runtime = runtimes.make({ agents: [agent], maxHistoryBytes: 10_000 });
+      const handle = await runtime.run(agent, "go", null);
+      // The input (4 bytes) and three chunks of 7 + 3,002: 9,031; the fourth result would take it to 12,040.
+      expect(await handle.result({ timeoutMs: 10_000 })).toEqual([
+        "ok 0",
+        "ok 1",
+        "ok 2",
+        "failed 3: history bytes",
+        "refused 4: history bytes",
+      ]);
+      expect(calls.n).toBe(4);
+      const steps = (await runtime.history(handle.id)).steps;
+      expect(steps.map((s) => s.status)).toEqual(["completed", "completed", "completed", "failed"]);
+      const failed = steps[3];
+      expect(failed?.attempts).toHaveLength(1);
+      expect(failed?.error?.cause).toMatchObject({
+        code: "HISTORY_LIMIT",
+        retryable: false,
+        data: { measure: "bytes", figure: 12_040, limit: 10_000 },
+      });
+      expect(failed?.error?.cause?.message).toContain(`the result of tool "chunk" (run ${handle.id}, step 4)`);
+      expect(failed?.error?.cause?.message).toContain("ctx.continueAsNew(state)");
+      expect(failed?.error?.cause?.message).toContain("maxHistoryBytes");
+    });
+
+    it("counts a replayed history as the live one did: after a restart the same step is refused", async () => {
+      const backend = under.backend();
+      const callsA = { n: 0 };
+      const a = runtimes.make({ agents: [chunks(callsA, 2)], backend, maxHistoryBytes: 10_000 });
+      const handle = await a.run("chunks", "go", null);
+      await until(async () => (await a.getRun(handle.id)).state === "PAUSED", { what: "the run to pause" });
+      await a.shutdown({ graceMs: 0 });
+      expect(callsA.n).toBe(2);
+
+      const callsB = { n: 0 };
+      const b = runtimes.make({ agents: [chunks(callsB, 2)], backend, maxHistoryBytes: 10_000 });
+      await b.start();
+      await b.signal(handle.id, "go", "on");
+      const ended = await b.waitFor(handle.id, { timeoutMs: 10_000 });
+      expect(ended.output).toEqual([
+        "ok 0",
+        "ok 1",
+        "signal on",
+        "ok 2",
+        "failed 3: history bytes",
+        "refused 4: history bytes",
+      ]);
+      expect(callsB.n).toBe(2);
+    });
+  });
+
+  describe("maxHistoryEvents", () => {
+    it("refuses a new step past it, counting steps, retries and transitions; continueAsNew goes on", async () => {
+      let flaky = 0;
+      const warnings: string[] = [];
+      const logger: Logger = { ...silentLogger, warn: (message) => warnings.push(message) };
+      const agent = defineAgent({
+        name: "eventful",
+        tools: {
+          flaky: defineTool({
+            retry: { maximumAttempts: 3, initialIntervalMs: 1, jitter: 0 },
+            run: async () => {
+              flaky++;
+              if (flaky % 3 !== 0) throw new Error("not yet");
+              return "done";
+            },
+          }),
+        },
+        workflows: {
+          async go(ctx, { round }: { round: number }) {
+            await ctx.tool("flaky", {});
+            let taken = 0;
+            for (;;) {
+              try {
+                await ctx.now();
+                taken++;
+              } catch (error) {
+                if (!(error instanceof HistoryLimitError) || round > 0) return { round, taken, error: String(error) };
+                return ctx.continueAsNew({ round: round + 1 });
+              }
+            }
+          },
+        },
+      });
+      const runtime = runtimes.make({ agents: [agent], maxHistoryEvents: 12, logger });
+      const handle = await runtime.run(agent, "go", { round: 0 });
+      const output = (await handle.result({ timeoutMs: 10_000 })) as { round: number; taken: number; error: string };
+      // Each run starts with 2 transitions (PENDING, RUNNING); the tool's step and its 2 retries are 3.
+      expect(output).toMatchObject({ round: 1, taken: 7 });
+      expect(output.error).toContain("12 events (steps, retried attempts and transitions)");
+      expect(output.error).toContain("ctx.continueAsNew(state)");
+      const first = await runtime.getRun(handle.id);
+      expect(first.continuedTo).not.toBeNull();
+      expect((await runtime.history(handle.id)).steps).toHaveLength(1 + 7);
+      expect(warnings.filter((w) => w.includes("past 80 % of a limit"))).toHaveLength(2);
+    });
+
+    it("refuses limits that are not whole numbers of at least 1", () => {
+      const agent = defineAgent({ name: "nothing", tools: {}, workflows: { async go() {} } });
+      for (const option of ["maxHistoryBytes", "maxHistoryEvents", "maxUnreadSignals"] as const) {
+        for (const value of [0, -1, 1.5, Number.NaN]) {
+          expect(() => new Runtime({ agents: [agent], worker: false, [option]: value })).toThrow(
+            `${option} must be a whole number, at least 1`,
+          );
+        }
+      }
+    });
+  });
+
+  describe("maxUnreadSignals", () => {
+    const agent = defineAgent({
+      name: "inbox",
+      tools: {},
+      workflows: {
+        async go(ctx, _input: null) {
+          const go = await ctx.waitForSignal<string>("go");
+          const notes: string[] = [];
+          for (let i = 0; i < 3; i++) notes.push(await ctx.waitForSignal<string>("note"));
+          return { go, notes };
+        },
+      },
+    });
+
+    it("refuses a signal to a full inbox to its sender and stores nothing; a repeat and a signal a wait takes get in", async () => {
+      const runtime = runtimes.make({ agents: [agent], maxUnreadSignals: 3 });
+      const handle = await runtime.run(agent, "go", null);
+      await until(async () => (await runtime.getRun(handle.id)).state === "PAUSED", { what: "the run to pause" });
+      for (let i = 0; i < 3; i++) await runtime.signal(handle.id, "note", `n${i}`, { messageId: `m${i}` });
+      const refused = await runtime.signal(handle.id, "note", "n3", { messageId: "m3" }).catch((e: unknown) => e);
+      expect(refused).toBeInstanceOf(SignalInboxFullError);
+      expect(refused).toMatchObject({ code: "SIGNAL_INBOX_FULL", unread: 3, limit: 3, retryable: false });
+      expect((refused as Error).message).toContain(`run ${handle.id}'s inbox holds 3 signals it has not read`);
+      expect((refused as Error).message).toContain("ctx.continueAsNew(state)");
+      expect((await runtime.backend.listSignals(handle.id)).map((s) => s.messageId)).toEqual(["m0", "m1", "m2"]);
+      expect((await runtime.getRun(handle.id)).state).toBe("PAUSED");
+      // A repeat of a stored signal is acknowledged as before.
+      expect((await runtime.signal(handle.id, "note", "n0", { messageId: "m0" })).duplicate).toBe(true);
+      // The run waits for "go": that one is taken, and the run reads its inbox.
+      const go = await runtime.signal(handle.id, "go", "now", { messageId: "g" });
+      expect(go.deliveredTo).not.toBeNull();
+      expect(await handle.result({ timeoutMs: 10_000 })).toEqual({ go: "now", notes: ["n0", "n1", "n2"] });
+    });
+  });
+});
+
+// Memory only: the issue's own case at the default limits, 48 MiB of results held in the store;
+// the counting is the envelope's, the same on every backend (the scaled tests above run on all).
+describe("the default maxHistoryBytes", () => {
+  it("takes four 12 MiB results and refuses the fifth (50 MiB)", async () => {
+    const twelve = "x".repeat(12 * 1024 * 1024 - 2);
+    let calls = 0;
+    const agent = defineAgent({
+      name: "bulk_default",
+      tools: {
+        fetch: defineTool({
+          run: async () => {
+            calls++;
+            return twelve;
+          },
+        }),
+      },
+      workflows: {
+        async go(ctx, _input: null) {
+          const got: string[] = [];
+          for (let i = 0; i < 5; i++) {
+            try {
+              got.push(`ok ${((await ctx.tool("fetch", { i })) as string).length}`);
+            } catch (error) {
+              got.push(`${(error as Error).name}: ${((error as Error).cause as HistoryLimitError).code}`);
+            }
+          }
+          return got;
+        },
+      },
+    });
+    const runtime = make({ agents: [agent] });
+    const handle = await runtime.run(agent, "go", null);
+    const ok = `ok ${twelve.length}`;
+    expect(await handle.result({ timeoutMs: 30_000 })).toEqual([ok, ok, ok, ok, "ToolFailedError: HISTORY_LIMIT"]);
+    expect(calls).toBe(5);
+  }, 60_000);
+});
+
+describe("maxUnreadSignals over HTTP", () => {
+  it("answers 409 SIGNAL_INBOX_FULL with the figures, and stores nothing", async () => {
+    const s = makeServer({}, { maxUnreadSignals: 1 });
+    const run = await s.start("signal", null);
+    const first = await s.call("POST", `/api/runs/${run.id}/signal`, { token: "operator", body: { name: "other" } });
+    expect(first.status).toBeLessThan(300);
+    const refused = await s.call("POST", `/api/runs/${run.id}/signal`, { token: "operator", body: { name: "more" } });
+    expect(refused.status).toBe(409);
+    expect(refused.body.error).toMatchObject({ code: "SIGNAL_INBOX_FULL", details: { unread: 1, limit: 1 } });
+    expect(await s.runtime.backend.listSignals(run.id)).toHaveLength(1);
   });
 });
 

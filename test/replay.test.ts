@@ -3,8 +3,11 @@ import { z } from "zod";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
 import type { RuntimeBackend } from "../src/backend/backend.ts";
 import {
+  ContextOverflowError,
+  EffectRefusedError,
   HeartbeatTimeoutError,
   InvalidInputError,
+  ModelRequestError,
   NonRetryableError,
   RunNotResumableError,
   StepTimeoutError,
@@ -12,6 +15,7 @@ import {
   UnknownNameError,
 } from "../src/core/errors.ts";
 import type { Json } from "../src/core/records.ts";
+import { ReplayedError } from "../src/core/serialize.ts";
 import { ScriptedModel } from "../src/llm/scripted-model.ts";
 import { silentLogger } from "../src/runtime/logger.ts";
 import { forEachBackend, type Runtimes } from "./helpers/backends.ts";
@@ -1270,6 +1274,127 @@ forEachBackend((under) => {
       const [step] = (await b.history(runId)).steps;
       expect(step?.attempts.map((a) => a.error?.name ?? "ok")).toEqual(["AttemptInterrupted", "ok"]);
       expect(step?.heartbeat).toEqual({ done: 5 });
+    });
+  });
+
+  describe("errors keep their class across replay", () => {
+    /** A user's own error class: the journal holds its data, not its code, so it cannot be rebuilt. */
+    class LedgerClosed extends Error {
+      override readonly name = "LedgerClosed";
+    }
+
+    it("takes the same branch live and after a crash on a failed model call, domain read and tool", async () => {
+      const backend = under.backend();
+      const make = (block: boolean) => {
+        const entered = deferred();
+        const seen: string[] = [];
+        const model = new ScriptedModel({
+          replies: [
+            () => {
+              throw new ContextOverflowError("prompt is too long: 250000 tokens > 200000 maximum", {
+                provider: "scripted",
+                status: 400,
+              });
+            },
+          ],
+        });
+        const agent = defineAgent({
+          name: "branching",
+          tools: {
+            pay: defineTool({
+              retry: { maximumAttempts: 1 },
+              effect: {},
+              run: () => {
+                throw new EffectRefusedError("account 7 is closed");
+              },
+            }),
+            hold: defineTool({
+              run: async () => {
+                if (block) {
+                  entered.resolve();
+                  await forever;
+                }
+                return "held";
+              },
+            }),
+          },
+          workflows: {
+            async go(ctx) {
+              try {
+                await ctx.llm.generate({ prompt: "a long conversation" });
+              } catch (error) {
+                // The branch a workflow takes on an overflow: compact, or give up.
+                seen.push(
+                  error instanceof ContextOverflowError
+                    ? `compact (${error.provider}, ${error.status}, ModelRequestError: ${error instanceof ModelRequestError})`
+                    : `give up (${(error as Error).name})`,
+                );
+              }
+              try {
+                await ctx.domain("ledger", "balance", { account: 7 });
+              } catch (error) {
+                seen.push(
+                  error instanceof InvalidInputError
+                    ? `fix input at ${error.issues.map((i) => i.path.join(".")).join(",")}`
+                    : `other (${(error as Error).name})`,
+                );
+              }
+              try {
+                await ctx.domain("ledger", "history", { account: 7 });
+              } catch (error) {
+                seen.push(
+                  `user error: instanceof ${error instanceof LedgerClosed}, ReplayedError ${error instanceof ReplayedError}, name ${(error as Error).name}, message ${(error as Error).message}`,
+                );
+              }
+              try {
+                await ctx.tool("pay", {});
+              } catch (error) {
+                const cause = (error as ToolFailedError).cause;
+                seen.push(
+                  `tool: ${error instanceof ToolFailedError}, refused ${cause instanceof EffectRefusedError}, retryable ${(cause as EffectRefusedError).retryable}`,
+                );
+              }
+              await ctx.tool("hold", {});
+              return seen;
+            },
+          },
+        });
+        return { agent, model, entered: entered.promise, seen };
+      };
+      const ledger = {
+        balance: () => {
+          throw new InvalidInputError("no account 7", [{ path: ["account"], message: "unknown account" }]);
+        },
+        history: () => {
+          throw new LedgerClosed("the ledger is closed for the night");
+        },
+      };
+      const options = (model: ScriptedModel) => ({
+        models: { default: model },
+        domains: { ledger },
+        domainRetry: { maximumAttempts: 1 },
+      });
+      const a = make(true);
+      const runId = await interruptMidRun({
+        backend,
+        agent: a.agent,
+        entered: a.entered,
+        start: (rt) => rt.run(a.agent, "go", {}),
+        extra: options(a.model),
+      });
+      expect(a.seen).toEqual([
+        "compact (scripted, 400, ModelRequestError: true)",
+        "fix input at account",
+        "user error: instanceof false, ReplayedError true, name LedgerClosed, message the ledger is closed for the night",
+        "tool: true, refused true, retryable false",
+      ]);
+
+      const b = make(false);
+      const rtB = secondRuntime(backend, b.agent, options(b.model));
+      const output = await (await rtB.resume(runId)).result();
+      expect(b.model.calls).toBe(0);
+      expect(b.seen).toEqual(a.seen);
+      expect(output).toEqual(a.seen);
     });
   });
 });

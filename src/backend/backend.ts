@@ -399,6 +399,12 @@ export interface SignalRequest {
   actor: Actor;
   versions: Versions;
   at: number;
+  /**
+   * Unread signals the run's inbox may hold: a signal no open wait takes is refused with
+   * `SignalInboxFullError` when the inbox holds that many already (nothing is written). The
+   * backend then loads the count (`planSignal`'s `unread`). @default no limit
+   */
+  maxUnread?: number;
 }
 
 /** What `deliverSignal` did. */

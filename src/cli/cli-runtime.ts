@@ -30,6 +30,9 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     retryPauseThresholdMs,
     maxSteps,
     maxPayloadBytes,
+    maxHistoryBytes,
+    maxHistoryEvents,
+    maxUnreadSignals,
   } = module?.config ?? {};
   const own = typeof worker === "object" && "ownRuns" in worker ? worker.ownRuns : undefined;
   let workerOptions: WorkerOptions | false;
@@ -48,6 +51,9 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     ...(retryPauseThresholdMs !== undefined && { retryPauseThresholdMs }),
     ...(maxSteps !== undefined && { maxSteps }),
     ...(maxPayloadBytes !== undefined && { maxPayloadBytes }),
+    ...(maxHistoryBytes !== undefined && { maxHistoryBytes }),
+    ...(maxHistoryEvents !== undefined && { maxHistoryEvents }),
+    ...(maxUnreadSignals !== undefined && { maxUnreadSignals }),
     worker: workerOptions,
   });
 }

@@ -24,6 +24,12 @@ export interface CairnConfig {
   maxSteps?: number;
   /** Bytes of JSON one stored payload may take. @default 16 MiB */
   maxPayloadBytes?: number;
+  /** Bytes of JSON one run's history may hold. @default 50 MiB */
+  maxHistoryBytes?: number;
+  /** Events (steps, retried attempts, transitions) one run's history may hold. @default 50000 */
+  maxHistoryEvents?: number;
+  /** Signals a run's inbox may hold unread. @default 1000 */
+  maxUnreadSignals?: number;
 }
 
 /**

@@ -135,6 +135,9 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     "retryPauseThresholdMs",
     "maxSteps",
     "maxPayloadBytes",
+    "maxHistoryBytes",
+    "maxHistoryEvents",
+    "maxUnreadSignals",
   ] as const) {
     let chosen: { value: NonNullable<CairnConfig[typeof key]>; path: string } | undefined;
     for (const module of modules) {

@@ -233,6 +233,17 @@ export interface ToolContext extends BaseContext {
   heartbeat(details?: Json): void;
   /** Details of the last heartbeat of an earlier attempt (or this one), if any. */
   readonly lastHeartbeat: Json | undefined;
+  /**
+   * The secret `name`, resolved now from the runtime's `secrets` provider (the environment by
+   * default): never journaled, never exported, and redacted from every error, model request and
+   * tool result the run stores. Throws `UnknownNameError` (`UNKNOWN_SECRET`, not retried) when the
+   * provider has none. A workflow has no `ctx.secret`: its values are replayed from the journal,
+   * so it passes a secret's name to the tool that needs it.
+   * @example
+   * const key = await ctx.secret("STRIPE_API_KEY");
+   * await fetch(url, { headers: { Authorization: `Bearer ${key}` } });
+   */
+  secret(name: string): Promise<string>;
 }
 
 /** A step as a replay divergence message shows it. */

@@ -68,6 +68,10 @@ export interface EnvelopeHost {
    * a larger one is refused with `PayloadTooLargeError`.
    */
   readonly maxPayloadBytes: number;
+  /** Bytes of JSON a run's history may hold (`HistoryMeter`): a new step past it is refused. */
+  readonly maxHistoryBytes: number;
+  /** Events (steps, retried attempts, transitions) a run's history may hold. */
+  readonly maxHistoryEvents: number;
   /** Retry policy of domain steps. */
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */
@@ -76,6 +80,11 @@ export interface EnvelopeHost {
   readonly modelTimeoutMs: number | undefined;
   /** The MCP servers registered on the runtime, if any. */
   readonly mcp: McpTools | undefined;
+  /**
+   * The secret `name` from the runtime's secrets provider, remembered for redaction
+   * (`rememberSecret`); `UnknownNameError` (`UNKNOWN_SECRET`) when there is none. Never journaled.
+   */
+  secret(name: string): Promise<string>;
   /** Adds an event to the run's live stream (model output, not journaled). */
   emit(event: RunEventBody): void;
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;

@@ -21,15 +21,16 @@ import {
   type ReplayDivergenceError,
   type SerializedError,
   StepLimitError,
-  ToolFailedError,
   UnknownNameError,
 } from "./errors.ts";
 import { Governor } from "./governor.ts";
+import { HistoryMeter, historySize, jsonBytes, textBytes } from "./history-meter.ts";
 import { parseInput, parseWorkflowInput } from "./input-schema.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import { loopTools } from "./loop-tools.ts";
 import { modelAttempt } from "./model-attempt.ts";
 import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "./records.ts";
+import { redactJson } from "./redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
@@ -126,6 +127,8 @@ export class WorkflowEnvelope {
   readonly #modelErrors = new Map<number, string>();
   /** Policies and budget: a refusal ends the run BLOCKED. */
   readonly #governor: Governor;
+  /** The size of the run's history against its limits (`maxHistoryBytes`, `maxHistoryEvents`). */
+  readonly #meter: HistoryMeter;
   #blocked: CairnError | undefined;
   #finished = false;
 
@@ -139,14 +142,21 @@ export class WorkflowEnvelope {
     this.#run = options.run;
     this.#agent = options.agent;
     this.#host = options.host;
+    this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
+    this.#meter = new HistoryMeter({
+      runId: options.run.id,
+      limits: { maxHistoryBytes: options.host.maxHistoryBytes, maxHistoryEvents: options.host.maxHistoryEvents },
+      loaded: historySize(options.run, this.#history),
+      warn: (message) => options.host.log("warn", message, { runId: options.run.id }),
+    });
     this.#waitSteps = new WaitSteps({
       run: options.run,
       host: options.host,
+      meter: this.#meter,
       stored: options.waits ?? [],
       isIdle: () => this.#inflight === 0 && !this.#finished,
       pause: (outcome) => this.#settle?.(outcome),
     });
-    this.#history = [...options.journal].sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.#history.map((s) => [s.seq, s]));
     this.#maxRecordedSeq = this.#history.reduce((m, s) => Math.max(m, s.seq), 0);
     this.#governor = new Governor({
@@ -497,6 +507,7 @@ export class WorkflowEnvelope {
     const { seq, recorded } = this.#begin("marker", name);
     if (!recorded) {
       const at = this.#host.now();
+      this.#meter.add(jsonBytes(null) + jsonBytes(true), 0);
       this.#writer.later(
         { ...this.#newStep(seq, "marker", name, null, at), status: "completed", result: true, endedAt: at },
         false,
@@ -530,7 +541,9 @@ export class WorkflowEnvelope {
     this.#calls.push({ seq, kind, name });
     const recorded = this.#journal.get(seq);
     if (!recorded) {
-      // A new step: the budget is checked before it and it counts from now on.
+      // A new step: refused once the history is at a limit (HistoryLimitError, like StepLimitError).
+      this.#meter.newStep();
+      // The budget is checked before it and it counts from now on.
       const exceeded = this.#governor.check(kind, this.#host.now());
       if (exceeded) this.#block(exceeded);
       this.#governor.started(kind);
@@ -555,6 +568,7 @@ export class WorkflowEnvelope {
     if (recorded?.status === "completed") return recorded.result as T;
     const value = produce();
     const at = this.#host.now();
+    this.#meter.add(jsonBytes(null) + jsonBytes(value), 0);
     // A result like any other: the commit that carries it must be synchronous. The next step's
     // start record rides on that commit and its function may see the value (a uuid used as an
     // idempotency key); a cheaper commit lost to a power loss would let the replay make another.
@@ -649,6 +663,7 @@ export class WorkflowEnvelope {
       this.#history.filter((s) => s.effect?.compensates !== undefined).map((s) => [s.effect?.compensates, s]),
     );
     let next = this.#maxRecordedSeq;
+    this.#meter.stopRefusing();
     const undone: string[] = [];
     const failed: string[] = [];
     const outcome = await this.#conclude(async (): Promise<CompensationOutcome> => {
@@ -855,13 +870,21 @@ export class WorkflowEnvelope {
     begun?: { seq: number; recorded: StepRecord | undefined },
   ): Promise<R> {
     const { seq, recorded } = begun ?? this.#begin(kind, name);
-    const snapshot = jsonSnapshot(
+    let snapshot = jsonSnapshot(
       args ?? null,
       `the arguments of ${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
       this.#host.maxPayloadBytes,
     );
+    // A model request is journaled without the credentials it may quote (the provider gets it whole).
+    if (kind === "llm") snapshot = redactedSnapshot(snapshot);
     const argsJson = snapshot.json ?? null;
     const argsDigest = digestText(snapshot.text);
+    if (!recorded) {
+      this.#meter.admit(
+        textBytes(snapshot.text),
+        `the arguments of ${kind} "${name}" (run ${this.#run.id}, step ${seq})`,
+      );
+    }
     if (recorded) {
       if (recorded.argsDigest !== argsDigest) {
         this.#host.log("warn", `step ${seq} (${kind} "${name}") is replayed with different arguments`, {
@@ -889,6 +912,7 @@ export class WorkflowEnvelope {
         step,
         host: this.#host,
         writer: this.#writer,
+        history: this.#meter,
         stop: this.#stop.signal,
         cancel: this.#cancel.signal,
         attemptSignal: this.#attempts.signal,
@@ -956,16 +980,16 @@ export class WorkflowEnvelope {
   }
 }
 
-/** The error a failed step threw, rebuilt from the journal for a replay. */
+/** `snapshot` with credentials redacted ({@link redactJson}); itself when it holds none. */
+function redactedSnapshot(snapshot: { json: Json | undefined; text: string }): {
+  json: Json | undefined;
+  text: string;
+} {
+  const json = redactJson(snapshot.json);
+  return json === snapshot.json ? snapshot : { json, text: JSON.stringify(json) };
+}
+
+/** The error a failed step threw, rebuilt from the journal for a replay (its class kept). */
 function replayedFailure(step: StepRecord): Error {
-  const error = step.error ?? { name: "Error", message: `step ${step.seq} failed` };
-  if (error.code === "TOOL_FAILED" && step.kind === "tool") {
-    const attempts = typeof error.data?.attempts === "number" ? error.data.attempts : step.attempts.length;
-    return new ToolFailedError(
-      error.message,
-      { tool: step.name, attempts },
-      error.cause ? { cause: deserializeError(error.cause) } : undefined,
-    );
-  }
-  return deserializeError(error);
+  return deserializeError(step.error ?? { name: "Error", message: `step ${step.seq} failed` });
 }

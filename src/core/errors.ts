@@ -15,6 +15,7 @@ export type CairnErrorCode =
   | "UNKNOWN_DOMAIN"
   | "UNKNOWN_MODEL"
   | "UNKNOWN_MCP_SERVER"
+  | "UNKNOWN_SECRET"
   | "INVALID_DEFINITION"
   | "TOOL_FAILED"
   | "STEP_TIMEOUT"
@@ -42,6 +43,8 @@ export type CairnErrorCode =
   | "CANCELLED"
   | "VERSION_MISMATCH"
   | "STEP_LIMIT"
+  | "HISTORY_LIMIT"
+  | "SIGNAL_INBOX_FULL"
   | "PAYLOAD_TOO_LARGE"
   | "EFFECT_NOT_APPLIED"
   | "EFFECT_REFUSED"
@@ -80,7 +83,26 @@ export abstract class CairnError extends Error {
   get retryable(): boolean {
     return (this.constructor as typeof CairnError).retryable;
   }
+
+  /**
+   * `instanceof` that holds across copies of Cairn (two versions in one `node_modules`, a bundle
+   * beside a library): an error is an instance of a Cairn error class when it is one of this very
+   * class or its prototype chain carries the class's marker, `Symbol.for("cairn.error.<Name>")`, as
+   * Temporal's `SymbolBasedInstanceOfError` does. A user's subclass keeps the ordinary check.
+   */
+  static override [Symbol.hasInstance](this: abstract new (...args: never[]) => unknown, instance: unknown): boolean {
+    // biome-ignore lint/complexity/noUselessThisAlias: one name for the class `instanceof` names
+    // biome-ignore lint/complexity/noThisInStatic: that class may be a subclass
+    const Class = this;
+    if (Function.prototype[Symbol.hasInstance].call(Class, instance)) return true;
+    if (typeof instance !== "object" || instance === null || !Object.hasOwn(Class, CLASS_MARKER)) return false;
+    const marker = (Class as unknown as Record<symbol, symbol>)[CLASS_MARKER] as symbol;
+    return (instance as Record<symbol, unknown>)[marker] === true;
+  }
 }
+
+/** Where each Cairn error class keeps the symbol that marks its instances. */
+const CLASS_MARKER = Symbol.for("cairn.error.marker");
 
 /** A state change that the transition table does not allow. A bug, never retried. */
 export class IllegalTransitionError extends CairnError {
@@ -119,7 +141,7 @@ export class InvalidInputError extends CairnError {
   }
 }
 
-/** An agent, workflow, tool, domain or model name that is not registered. */
+/** An agent, workflow, tool, domain, model, MCP server or secret name that is not registered. */
 export class UnknownNameError extends CairnError {
   readonly code:
     | "UNKNOWN_AGENT"
@@ -127,7 +149,8 @@ export class UnknownNameError extends CairnError {
     | "UNKNOWN_TOOL"
     | "UNKNOWN_DOMAIN"
     | "UNKNOWN_MODEL"
-    | "UNKNOWN_MCP_SERVER";
+    | "UNKNOWN_MCP_SERVER"
+    | "UNKNOWN_SECRET";
   constructor(
     code:
       | "UNKNOWN_AGENT"
@@ -135,7 +158,8 @@ export class UnknownNameError extends CairnError {
       | "UNKNOWN_TOOL"
       | "UNKNOWN_DOMAIN"
       | "UNKNOWN_MODEL"
-      | "UNKNOWN_MCP_SERVER",
+      | "UNKNOWN_MCP_SERVER"
+      | "UNKNOWN_SECRET",
     message: string,
     options?: CairnErrorOptions,
   ) {
@@ -307,6 +331,47 @@ export class VersionMismatchError extends CairnError {
 /** The run reached its maximum number of steps; `ctx.continueAsNew` keeps long sessions small. */
 export class StepLimitError extends CairnError {
   readonly code = "STEP_LIMIT" as const;
+}
+
+/**
+ * The run's history reached one of its limits (`maxHistoryBytes`, `maxHistoryEvents`): the step
+ * that would take it further is refused. Never retried: the history only grows; carry the state
+ * over with `ctx.continueAsNew(state)` to go on in a fresh run.
+ */
+export class HistoryLimitError extends CairnError {
+  readonly code = "HISTORY_LIMIT" as const;
+  /** What is counted: `bytes` of JSON (`maxHistoryBytes`) or `events` (`maxHistoryEvents`). */
+  readonly measure: "bytes" | "events";
+  /** What the history holds, or would hold with the refused step. */
+  readonly figure: number;
+  readonly limit: number;
+  constructor(
+    message: string,
+    details: { measure: "bytes" | "events"; figure: number; limit: number },
+    options?: CairnErrorOptions,
+  ) {
+    super(message, options);
+    this.measure = details.measure;
+    this.figure = details.figure;
+    this.limit = details.limit;
+  }
+}
+
+/**
+ * A signal was refused because the run's inbox holds `maxUnreadSignals` signals it has not read
+ * (no wait of theirs came yet): nothing was stored. Not retryable as such: it succeeds only once
+ * the run reads its inbox (a wait for one of those names) or the sender sends what a wait awaits.
+ */
+export class SignalInboxFullError extends CairnError {
+  readonly code = "SIGNAL_INBOX_FULL" as const;
+  /** Unread signals in the inbox. */
+  readonly unread: number;
+  readonly limit: number;
+  constructor(message: string, details: { unread: number; limit: number }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.unread = details.unread;
+    this.limit = details.limit;
+  }
 }
 
 /**
@@ -522,4 +587,60 @@ export class NonRetryableError extends Error {
     super(message, options);
     this.name = "NonRetryableError";
   }
+}
+
+/**
+ * Marks every Cairn error class (its name written out, so a minifier cannot change it): its
+ * prototype carries `Symbol.for("cairn.error.<Name>")` for `instanceof` across copies of Cairn.
+ */
+for (const [name, Class] of Object.entries({
+  CairnError,
+  IllegalTransitionError,
+  ReplayDivergenceError,
+  InvalidInputError,
+  UnknownNameError,
+  InvalidDefinitionError,
+  ToolFailedError,
+  StepTimeoutError,
+  HeartbeatTimeoutError,
+  LeaseLostError,
+  RunNotFoundError,
+  RunNotResumableError,
+  NotSerializableError,
+  RuntimeClosedError,
+  StorageError,
+  StorageRejectedError,
+  WaitTimeoutError,
+  WaitNotFoundError,
+  WaitClosedError,
+  RunNotOpenError,
+  ApprovalDeniedError,
+  ApprovalExpiredError,
+  ApprovalRefusedError,
+  CancelledError,
+  VersionMismatchError,
+  StepLimitError,
+  HistoryLimitError,
+  SignalInboxFullError,
+  PayloadTooLargeError,
+  EffectNotAppliedError,
+  EffectRefusedError,
+  EffectUnresolvedError,
+  EffectNotFoundError,
+  CompensationFailedError,
+  PolicyDeniedError,
+  BudgetExceededError,
+  RunNotCompletedError,
+  AlreadyDecidedError,
+  RunEndedError,
+  ModelUnavailableError,
+  ModelRequestError,
+  ContextOverflowError,
+  MaxTurnsExceededError,
+  AgentLoopStuckError,
+  McpError,
+})) {
+  const marker = Symbol.for(`cairn.error.${name}`);
+  Object.defineProperty(Class, CLASS_MARKER, { value: marker });
+  Object.defineProperty(Class.prototype, marker, { value: true });
 }

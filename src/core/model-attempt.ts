@@ -1,6 +1,7 @@
 import type { ModelProvider } from "../llm/model-provider.ts";
 import type { GenerateRequest, ModelResponse } from "./context.ts";
 import type { RunEventBody } from "./events.ts";
+import { redactText } from "./redact.ts";
 import type { StepExecution } from "./step-executor.ts";
 
 /**
@@ -35,7 +36,8 @@ export async function modelAttempt(options: {
   } catch (error) {
     // A timeout or a stop says why in the signal; the provider's own error may only say "aborted".
     const why = attempt.signal.aborted ? attempt.signal.reason : error;
-    const message = String((why as Error)?.message ?? why);
+    // Live events are served to every viewer of the run: no credentials there either.
+    const message = redactText(String((why as Error)?.message ?? why));
     lastErrors.set(seq, message);
     emit({ type: "model.end", seq, attempt: n, status: "failed", error: message });
     throw error;

@@ -1,5 +1,7 @@
+import { reviveCairnError } from "./error-revival.ts";
 import { CairnError, NotSerializableError, PayloadTooLargeError, type SerializedError } from "./errors.ts";
 import type { Json } from "./records.ts";
+import { redactJson, redactText } from "./redact.ts";
 import { storableText } from "./text.ts";
 
 /** The default limit on one JSON payload of the journal: 16 MiB of JSON text (UTF-8). */
@@ -106,7 +108,7 @@ export function checkPayloadSize(text: string, what: string, limit: number): voi
 }
 
 /** `1536` → `1.5 KiB (1536 bytes)`. */
-function formatBytes(bytes: number): string {
+export function formatBytes(bytes: number): string {
   const units = ["KiB", "MiB", "GiB"];
   let value = bytes;
   let unit = "";
@@ -120,11 +122,14 @@ function formatBytes(bytes: number): string {
   return `${shown} ${unit} (${bytes} bytes)`;
 }
 
-/** Turns any thrown value into the journal's error shape. */
+/**
+ * Turns any thrown value into the journal's error shape, with credentials redacted from its
+ * message, stack and data ({@link redactText}): every error Cairn stores or logs goes through here.
+ */
 export function serializeError(error: unknown, depth = 0): SerializedError {
   if (error instanceof Error) {
-    const out: SerializedError = { name: error.name, message: error.message };
-    if (error.stack) out.stack = error.stack;
+    const out: SerializedError = { name: error.name, message: redactText(String(error.message)) };
+    if (error.stack) out.stack = redactText(error.stack);
     if (error instanceof CairnError) {
       out.code = error.code;
       out.retryable = error.retryable;
@@ -132,7 +137,8 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
       for (const [k, v] of Object.entries(error)) {
         if (k !== "code" && typeof v !== "function") data[k] = v;
       }
-      if (Object.keys(data).length) out.data = JSON.parse(JSON.stringify(data)) as Record<string, unknown>;
+      if (Object.keys(data).length)
+        out.data = redactJson(JSON.parse(JSON.stringify(data)) as Json) as Record<string, Json>;
     } else {
       const code = (error as { code?: unknown }).code;
       if (typeof code === "string") out.code = code;
@@ -140,7 +146,7 @@ export function serializeError(error: unknown, depth = 0): SerializedError {
     if (error.cause !== undefined && depth < 5) out.cause = serializeError(error.cause, depth + 1);
     return out;
   }
-  return { name: "Error", message: typeof error === "string" ? error : safeString(error) };
+  return { name: "Error", message: redactText(typeof error === "string" ? error : safeString(error)) };
 }
 
 function safeString(value: unknown): string {
@@ -161,14 +167,17 @@ export function storableError(error: SerializedError): SerializedError {
 }
 
 /**
- * An error rebuilt from the journal: same name, message, code and cause as the one first
- * thrown, so a replay re-throws what the live run threw.
+ * An error rebuilt from the journal that was not a Cairn error (a tool's own `Error`, a domain
+ * provider's, a `TypeError`): its class cannot be rebuilt, as the journal holds data, not code.
+ * It keeps the `name`, `message`, `code`, `stack` and cause the first one had, so a workflow that
+ * branches on a user error tells it by `error.name` (or `code`), never by `instanceof` its class.
+ * A workflow sees this for a failed step's user error live as well as on replay.
  */
 export class ReplayedError extends Error {
   readonly code: string | undefined;
   readonly data: Record<string, unknown> | undefined;
   constructor(serialized: SerializedError) {
-    super(serialized.message, serialized.cause ? { cause: new ReplayedError(serialized.cause) } : undefined);
+    super(serialized.message, serialized.cause ? { cause: deserializeError(serialized.cause) } : undefined);
     this.name = serialized.name;
     this.code = serialized.code;
     this.data = serialized.data;
@@ -176,7 +185,16 @@ export class ReplayedError extends Error {
   }
 }
 
-/** Rebuilds a thrown value from its journal form. */
+/**
+ * Rebuilds a thrown value from its journal form: a Cairn error into its own class with its data
+ * (`instanceof ContextOverflowError` holds on replay as it did live), any other error as a
+ * {@link ReplayedError}; causes likewise.
+ */
 export function deserializeError(serialized: SerializedError): Error {
+  if (serialized.retryable !== undefined && serialized.code !== undefined) {
+    const cause = serialized.cause ? deserializeError(serialized.cause) : undefined;
+    const revived = reviveCairnError(serialized, cause);
+    if (revived) return revived;
+  }
   return new ReplayedError(serialized);
 }

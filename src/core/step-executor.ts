@@ -9,10 +9,12 @@ import {
 } from "./effect-steps.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import { ToolFailedError } from "./errors.ts";
+import { type HistoryMeter, jsonBytes, textBytes } from "./history-meter.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import type { AttemptRecord, Json, StepRecord, Usage } from "./records.ts";
+import { holdsKnownSecret, redactKnownJson } from "./redact.ts";
 import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "./retry-policy.ts";
-import { serializeError, toJson } from "./serialize.ts";
+import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 
 /** What one attempt sees of its step. */
 export interface StepExecution {
@@ -94,6 +96,11 @@ export async function executeStep<R>(options: {
   step: StepRecord;
   host: EnvelopeHost;
   writer: JournalWriter;
+  /**
+   * The run's history size: a result that would take it past `maxHistoryBytes` fails the step
+   * (not retried); errors and retries are counted.
+   */
+  history?: HistoryMeter;
   stop: AbortSignal;
   policy: ResolvedRetryPolicy;
   limits: AttemptLimits;
@@ -127,24 +134,22 @@ export async function executeStep<R>(options: {
    */
   effect?: EffectSpec | undefined;
 }): Promise<R> {
-  const { step, host, writer, stop, policy, limits, retryPause, effect } = options;
+  const { step, host, writer, stop, policy, limits, retryPause, effect, history } = options;
   const signal = options.attemptSignal ?? (options.cancel ? AbortSignal.any([stop, options.cancel]) : stop);
   // An attempt that was running when its process died has no end: close it as interrupted.
   // It counts against the attempts, so a tool that kills its process cannot loop for ever.
   const dangling = step.attempts.at(-1);
   if (dangling && dangling.endedAt === null) {
-    step.attempts[step.attempts.length - 1] = {
-      ...dangling,
-      endedAt: host.now(),
-      error: { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" },
-    };
+    const error = { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" };
+    step.attempts[step.attempts.length - 1] = { ...dangling, endedAt: host.now(), error };
+    history?.add(jsonBytes(error), 0);
   }
   if (effect) {
     if (!step.effect) step.effect = effect.intent();
     // An attempt of an earlier execution left the outcome open: settle it before anything else.
     if (lastAttemptOpen(step)) {
       const settled = await settle(effect, step, stop, limits.label, host, !options.cancel?.aborted);
-      if (settled.outcome === "applied") return applied(step, host, writer, settled) as R;
+      if (settled.outcome === "applied") return applied(step, host, writer, settled, history) as R;
       if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled, host);
       // Not applied: recorded, and the loop below makes the next attempt (a new intent).
       recordSettlement(step, settled, host.now());
@@ -156,7 +161,7 @@ export async function executeStep<R>(options: {
     if (options.cancel?.aborted) throw options.cancel.reason;
     const attemptNo = step.attempts.length + 1;
     if (attemptNo > policy.maximumAttempts) {
-      return fail(step, host, writer, new Error(`no attempts left (${policy.maximumAttempts} used)`));
+      return fail(step, host, writer, new Error(`no attempts left (${policy.maximumAttempts} used)`), history);
     }
     // Resumed while the durable backoff before this attempt is still running: pause on it again.
     const pending = retryPause?.wait(attemptNo);
@@ -165,6 +170,8 @@ export async function executeStep<R>(options: {
     }
     const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
     step.attempts.push(record);
+    // A retry is an event of the history (the first attempt is the step's own).
+    if (attemptNo > 1) history?.add(0, 1);
     // A new attempt of an effect is a new intent (after a "not applied" from the tool, the query or
     // an operator, each kept on the record: the attempt's error, the answers, the reconciliation).
     if (step.effect && step.effect.status !== "intended") {
@@ -190,7 +197,12 @@ export async function executeStep<R>(options: {
       });
       if (stop.aborted) throw stop.reason;
       // Too large is not retryable (PayloadTooLargeError): the step fails at once.
-      const result = toJson(value, `the result of ${limits.label}`, host.maxPayloadBytes);
+      const snapshot = jsonSnapshot(value, `the result of ${limits.label}`, host.maxPayloadBytes);
+      // Past the history's limit: not retryable either (HistoryLimitError), the step fails at once.
+      history?.admit(textBytes(snapshot.text), `the result of ${limits.label}`);
+      // A secret the tool resolved (ctx.secret) or the environment holds is not journaled, and the
+      // workflow gets what the journal keeps, as a replay would.
+      const result = holdsKnownSecret(snapshot.text) ? redactKnownJson(snapshot.json) : snapshot.json;
       record.endedAt = host.now();
       step.status = "completed";
       step.result = result;
@@ -211,6 +223,7 @@ export async function executeStep<R>(options: {
       if (stop.aborted) throw stop.reason;
       record.endedAt = host.now();
       record.error = serializeError(error);
+      history?.add(jsonBytes(record.error), 0);
       if (step.effect && saysNotApplied(error)) {
         // The tool says the effect did not happen: recorded, so nothing settles it again.
         step.effect = { ...step.effect, status: "not_applied", settledBy: "attempt", settledAt: record.endedAt };
@@ -219,13 +232,13 @@ export async function executeStep<R>(options: {
         writer.later(step, false);
         // A cancelled run runs nothing again: the outcome must be known without another attempt.
         const settled = await settle(effect, step, stop, limits.label, host, !options.cancel?.aborted);
-        if (settled.outcome === "applied") return applied(step, host, writer, settled) as R;
+        if (settled.outcome === "applied") return applied(step, host, writer, settled, history) as R;
         if (settled.outcome === "unknown") return unresolved(effect, step, writer, settled, host);
         // The query said it did not happen: recorded before the retry's new intent, or the failure.
         recordSettlement(step, settled, host.now());
       }
       if (options.cancel?.aborted || !isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
-        return fail(step, host, writer, error);
+        return fail(step, host, writer, error, history);
       }
       // A provider that said when to come back (Retry-After) is not asked again sooner.
       const delay = Math.max(retryDelayMs(policy, attemptNo + 1, host.random()), retryAfterMs(error));
@@ -255,7 +268,13 @@ function retryAfterMs(error: unknown): number {
   return typeof ms === "number" && Number.isFinite(ms) && ms > 0 ? Math.ceil(ms) : 0;
 }
 
-function fail(step: StepRecord, host: EnvelopeHost, writer: JournalWriter, error: unknown): never {
+function fail(
+  step: StepRecord,
+  host: EnvelopeHost,
+  writer: JournalWriter,
+  error: unknown,
+  history: HistoryMeter | undefined,
+): never {
   const attempts = step.attempts.length;
   const final =
     step.kind === "tool"
@@ -267,9 +286,13 @@ function fail(step: StepRecord, host: EnvelopeHost, writer: JournalWriter, error
       : error;
   step.status = "failed";
   step.error = serializeError(final);
+  history?.add(jsonBytes(step.error), 0);
   step.endedAt = host.now();
   writer.later(step, true);
-  throw final;
+  // The workflow gets what a replay gives it (the error rebuilt from its journal form), so code
+  // that branches on the error takes the same branch both times, and never sees what the
+  // journal keeps out (credentials).
+  throw deserializeError(step.error);
 }
 
 async function settle(
@@ -300,7 +323,9 @@ function applied(
   host: EnvelopeHost,
   writer: JournalWriter,
   settled: Extract<Settlement, { outcome: "applied" }>,
+  history: HistoryMeter | undefined,
 ): Json {
+  history?.add(jsonBytes(settled.result), 0);
   recordSettlement(step, settled, host.now());
   writer.later(step, true);
   return settled.result;

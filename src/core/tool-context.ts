@@ -67,6 +67,10 @@ export class ToolAttemptContext implements ToolContext {
     return this.#llm;
   }
 
+  secret(name: string): Promise<string> {
+    return this.#host.secret(name);
+  }
+
   log(message: string, fields?: Record<string, unknown>): void {
     this.#host.log("info", message, { runId: this.runId, tool: this.tool, ...fields });
   }

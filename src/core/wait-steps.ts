@@ -10,6 +10,7 @@ import {
   type SerializedError,
   WaitTimeoutError,
 } from "./errors.ts";
+import { type HistoryMeter, jsonBytes } from "./history-meter.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import type { Json, RunRecord, StepRecord, WaitKind, WaitRecord, WaitResolution } from "./records.ts";
 import type { PausedReason } from "./run-state.ts";
@@ -92,6 +93,7 @@ export class WaitSteps {
   readonly #blocked = new Map<string, WaitRecord>();
   readonly #isIdle: () => boolean;
   readonly #pause: (outcome: PauseOutcome) => void;
+  readonly #meter: HistoryMeter | undefined;
   #checking = false;
 
   constructor(options: {
@@ -100,12 +102,15 @@ export class WaitSteps {
     stored: readonly WaitRecord[];
     isIdle: () => boolean;
     pause: (outcome: PauseOutcome) => void;
+    /** Counts what the waits add to the run's history (their arguments and resolutions). */
+    meter?: HistoryMeter;
   }) {
     this.#run = options.run;
     this.#host = options.host;
     this.#stored = new Map(options.stored.map((w) => [w.id, w]));
     this.#isIdle = options.isIdle;
     this.#pause = options.pause;
+    this.#meter = options.meter;
   }
 
   /** The stored wait with this id. */
@@ -126,8 +131,12 @@ export class WaitSteps {
     const { seq, recorded } = begun;
     const id = `w${seq}`;
     if (recorded?.status === "completed") return settle(spec, recorded.result as unknown as WaitResolution, id);
+    // A new wait step's record: its arguments join the history (a recorded one's were counted on load).
+    if (!recorded) this.#meter?.add(jsonBytes(spec.args), 0);
     const complete = (resolution: WaitResolution): Promise<T> => {
       const at = this.#host.now();
+      // Counted, never refused: the resolution is stored already (the wait's row).
+      this.#meter?.add(jsonBytes(resolution as unknown as Json), 0);
       const base = recorded ?? newStep(seq, at);
       writer.later(
         { ...base, status: "completed", result: resolution as unknown as Json, endedAt: at, epoch: this.#run.epoch },

@@ -23,6 +23,8 @@ export function createEnvelopeHost(options: {
   retryPauseThresholdMs: number;
   maxSteps: number;
   maxPayloadBytes: number;
+  maxHistoryBytes: number;
+  maxHistoryEvents: number;
   versions(agent: string): Versions;
   /** Called after a child run was created, so the worker looks for it. */
   onChildCreated(): void;
@@ -40,6 +42,8 @@ export function createEnvelopeHost(options: {
   prices: PriceTable;
   /** The default budget of an agent's runs, or undefined for an agent this runtime does not have. */
   agentBudget(agent: string): Budget | undefined;
+  /** `ctx.secret`: the runtime's secrets provider (see `secretResolver`). */
+  secret(name: string): Promise<string>;
 }): EnvelopeHost {
   const { run, backend, domains, models, logger } = options;
   const epoch = run.epoch;
@@ -77,6 +81,8 @@ export function createEnvelopeHost(options: {
     retryPauseThresholdMs: options.retryPauseThresholdMs,
     maxSteps: options.maxSteps,
     maxPayloadBytes: options.maxPayloadBytes,
+    maxHistoryBytes: options.maxHistoryBytes,
+    maxHistoryEvents: options.maxHistoryEvents,
     readDomain: async (domain, entity, params, info) => {
       const provider = domains[domain];
       if (!provider) {
@@ -113,6 +119,7 @@ export function createEnvelopeHost(options: {
     modelRetry: options.modelRetry,
     modelTimeoutMs: options.modelTimeoutMs,
     mcp: options.mcp,
+    secret: options.secret,
     emit: (event) => options.emit(run.id, event),
     log: (level, message, fields) => logger[level](message, fields),
   };

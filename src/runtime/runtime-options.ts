@@ -15,6 +15,7 @@ import type { McpServerConfig } from "../mcp/mcp.ts";
 import type { WorkerOptions } from "../worker/worker.ts";
 import type { Clock } from "./clock.ts";
 import type { Logger } from "./logger.ts";
+import type { SecretProvider } from "./secrets.ts";
 
 /** The options of a {@link Runtime} and of the runs it starts, and the run's stored `meta`. */
 
@@ -69,6 +70,27 @@ export interface RuntimeOptions {
    */
   maxPayloadBytes?: number;
   /**
+   * Bytes of JSON text (UTF-8) one run's history may hold: its input and its steps' arguments,
+   * results and errors (what a replay reads back on every resume). A new step past it is refused
+   * with `HistoryLimitError` (`HISTORY_LIMIT`, naming `ctx.continueAsNew`), and so is a step whose
+   * arguments or result would take the history past it; a warning is logged at 80 %.
+   * @default 50 MiB (52428800)
+   */
+  maxHistoryBytes?: number;
+  /**
+   * Events one run's history may hold: one per step, per retried attempt and per transition. A new
+   * step past it is refused with `HistoryLimitError`; a warning is logged at 80 %.
+   * @default 50000
+   */
+  maxHistoryEvents?: number;
+  /**
+   * Signals a run's inbox may hold unread (sent before anything waited for them). A signal past it
+   * is refused to its sender with `SignalInboxFullError` (`SIGNAL_INBOX_FULL`, HTTP 409) and nothing
+   * is stored; a signal a wait is open for is always taken.
+   * @default 1000
+   */
+  maxUnreadSignals?: number;
+  /**
    * Asked before every tool, model, domain and spawn call of every run (DESIGN §6): allow, deny
    * (the run ends BLOCKED naming the policy and its version) or require an approval. Their
    * versions are recorded on every run (`versions.policy`). @default []
@@ -79,6 +101,14 @@ export interface RuntimeOptions {
    * model call is recorded on its step and counted in budgets. @default the built-in table
    */
   prices?: Record<string, ModelPrice>;
+  /**
+   * Where a tool's `ctx.secret(name)` reads a secret, when it asks: never journaled, never
+   * exported, and redacted from every error, model request and tool result the runtime stores.
+   * @default the environment (`process.env[name]`)
+   * @example
+   * secrets: async (name) => (await vault.read(`cairn/${name}`))?.value
+   */
+  secrets?: SecretProvider;
 }
 
 /** Everything recorded about a run. */

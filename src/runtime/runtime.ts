@@ -49,8 +49,10 @@ import { consoleLogger, type Logger } from "./logger.ts";
 import type { RunContract } from "./run-contract.ts";
 import { RunEventHub } from "./run-events.ts";
 import { RunHandle } from "./run-handle.ts";
+import { historyLimits, type RunLimits } from "./run-limits.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
 import { type RunHistory, type RuntimeOptions, type StartOptions, startMeta } from "./runtime-options.ts";
+import { secretResolver } from "./secrets.ts";
 import { RUNTIME_VERSION } from "./version.ts";
 import {
   answerQuestion,
@@ -79,6 +81,7 @@ export class Runtime {
   readonly #options: RuntimeOptions;
   readonly #logger: Logger;
   readonly #maxPayloadBytes: number;
+  readonly #limits: RunLimits;
   readonly #policies: readonly Policy[];
   /** `name@version,…` of the policies, recorded on every transition. */
   readonly #policyVersions: string | null;
@@ -110,6 +113,11 @@ export class Runtime {
         `maxPayloadBytes must be a whole number of bytes, at least 1 (got ${String(options.maxPayloadBytes)})`,
       );
     }
+    this.#limits = {
+      maxSteps: options.maxSteps ?? 10_000,
+      maxPayloadBytes: this.#maxPayloadBytes,
+      ...historyLimits(options),
+    };
     this.#policies = Object.freeze([...(options.policies ?? [])]);
     validatePolicies(this.#policies);
     this.#policyVersions = policyVersions(this.#policies);
@@ -131,6 +139,7 @@ export class Runtime {
       }
       this.#agents.set(agent.name, agent);
     }
+    const secret = secretResolver(options.secrets);
     if (options.worker !== false) {
       this.#worker = new Worker(
         {
@@ -148,6 +157,8 @@ export class Runtime {
               retryPauseThresholdMs: options.retryPauseThresholdMs ?? 5000,
               maxSteps: options.maxSteps ?? 10_000,
               maxPayloadBytes: this.#maxPayloadBytes,
+              maxHistoryBytes: this.#limits.maxHistoryBytes,
+              maxHistoryEvents: this.#limits.maxHistoryEvents,
               versions: (agent) => this.#versions(agent),
               onChildCreated: () => this.#worker?.poke(),
               domains: options.domains ?? {},
@@ -162,6 +173,7 @@ export class Runtime {
               policies: this.#policies,
               prices: this.#prices,
               agentBudget: (agent) => this.#agents.get(agent)?.budget,
+              secret,
             });
           },
           versions: (agent) => this.#versions(agent),
@@ -177,6 +189,11 @@ export class Runtime {
   /** The agents this runtime runs, in the order they were given. */
   get agents(): readonly AgentDefinition[] {
     return [...this.#agents.values()];
+  }
+
+  /** The per-run limits this runtime applies (its options, defaults filled in). */
+  get limits(): RunLimits {
+    return { ...this.#limits };
   }
 
   /** The worker id of this runtime's worker (shown in transitions it makes). */
@@ -603,6 +620,7 @@ export class Runtime {
       versions: (run) => (this.#agents.has(run.agent) ? this.#versions(run.agent) : run.versions),
       now: () => this.clock.now(),
       maxPayloadBytes: this.#maxPayloadBytes,
+      maxUnreadSignals: this.#limits.maxUnreadSignals,
       getRun: (id) => this.getRun(id),
       emit: (transitions, run) => {
         for (const t of transitions) if (t.runId === run.id) this.#emit(t, run);

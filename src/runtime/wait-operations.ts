@@ -26,6 +26,8 @@ export interface WaitOperationsHost {
   now(): number;
   /** Bytes of JSON text a signal's payload or an answer may take (`PayloadTooLargeError` above). */
   maxPayloadBytes: number;
+  /** Unread signals a run's inbox may hold (`SignalInboxFullError` above). */
+  maxUnreadSignals: number;
   getRun(runId: string): Promise<RunRecord>;
   /** Tells listeners and the worker about transitions the operation made. */
   emit(transitions: readonly TransitionRecord[], run: RunRecord): void;
@@ -72,6 +74,7 @@ export async function sendSignal(
     actor: options.by ?? LOCAL,
     versions: host.versions(run),
     at: host.now(),
+    maxUnread: host.maxUnreadSignals,
   });
   if (result.transition) host.emit([result.transition], result.run);
   return result;

@@ -66,6 +66,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   UNKNOWN_DOMAIN: 422,
   UNKNOWN_MODEL: 422,
   UNKNOWN_MCP_SERVER: 422,
+  UNKNOWN_SECRET: 422,
   // The request's data is wrong.
   INVALID_INPUT: 400,
   NOT_SERIALIZABLE: 400,
@@ -79,6 +80,8 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   ALREADY_DECIDED: 409,
   RUN_NOT_COMPLETED: 409,
   LEASE_LOST: 409,
+  // The run's inbox holds maxUnreadSignals unread signals: it must read some first.
+  SIGNAL_INBOX_FULL: 409,
   APPROVAL_REFUSED: (error) =>
     error instanceof ApprovalRefusedError && (error.why === "wrong_digest" || error.why === "expired") ? 409 : 403,
   // The server cannot serve now; the same request may succeed later.
@@ -102,6 +105,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   CANCELLED: 500,
   VERSION_MISMATCH: 500,
   STEP_LIMIT: 500,
+  HISTORY_LIMIT: 500,
   EFFECT_NOT_APPLIED: 500,
   EFFECT_REFUSED: 500,
   EFFECT_UNRESOLVED: 500,

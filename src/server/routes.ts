@@ -106,7 +106,9 @@ const acts = {
   ...common,
   400: failure("INVALID_INPUT or MALFORMED_JSON"),
   404: failure("RUN_NOT_FOUND, WAIT_NOT_FOUND or EFFECT_NOT_FOUND"),
-  409: failure("the run is not in a state that takes this (RUN_NOT_OPEN, WAIT_CLOSED, ILLEGAL_TRANSITION …)"),
+  409: failure(
+    "the run is not in a state that takes this (RUN_NOT_OPEN, WAIT_CLOSED, SIGNAL_INBOX_FULL, ILLEGAL_TRANSITION …)",
+  ),
   413: failure("BODY_TOO_LARGE or PAYLOAD_TOO_LARGE"),
   415: failure("UNSUPPORTED_MEDIA_TYPE"),
 } as const;

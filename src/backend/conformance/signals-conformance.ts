@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { RunNotFoundError, RunNotOpenError } from "../../core/errors.ts";
+import { RunNotFoundError, RunNotOpenError, SignalInboxFullError } from "../../core/errors.ts";
 import type { RunRecord, SignalRecord, WaitRecord } from "../../core/records.ts";
 import {
   endRun,
@@ -57,6 +57,25 @@ export function describeSignals(use: UseBackend): void {
       const next = await b.deliverSignal(signalTo(run.id, "approved", "m2", { at: T0 + 250 }));
       expect(next).toMatchObject({ deliveredTo: "w12", transition: undefined, run: { state: "RESUMING" } });
       expect(await b.listTransitions(run.id)).toHaveLength(4);
+    });
+
+    it("refuses a signal no wait takes when the inbox holds maxUnread unread ones, writing nothing", async () => {
+      const b = use();
+      const { run } = await pausedRun(b, [{ seq: 1 }]);
+      for (const id of ["m1", "m2"]) {
+        expect((await b.deliverSignal(signalTo(run.id, "note", id, { maxUnread: 2 }))).deliveredTo).toBeNull();
+      }
+      const before = await storedState(b, run.id);
+      const error = await refusal(b.deliverSignal(signalTo(run.id, "note", "m3", { maxUnread: 2 })));
+      expect(error).toBeInstanceOf(SignalInboxFullError);
+      expect(error).toMatchObject({ code: "SIGNAL_INBOX_FULL", unread: 2, limit: 2 });
+      expect(await storedState(b, run.id)).toStrictEqual(before);
+      // A repeat is acknowledged; a signal the open wait takes is delivered; no limit, no refusal.
+      expect((await b.deliverSignal(signalTo(run.id, "note", "m1", { maxUnread: 2 }))).duplicate).toBe(true);
+      const taken = await b.deliverSignal(signalTo(run.id, "approved", "m4", { maxUnread: 2 }));
+      expect(taken.deliveredTo).toBe("w1");
+      expect((await b.deliverSignal(signalTo(run.id, "note", "m5"))).deliveredTo).toBeNull();
+      expect(await b.listSignals(run.id)).toHaveLength(4);
     });
 
     it("says duplicate for a message id already in the inbox and delivers nothing", async () => {

@@ -39,6 +39,7 @@ import {
   planStop,
   planSuspend,
   planTransition,
+  signalTarget,
   stopMayEnd,
 } from "../wait-rules.ts";
 
@@ -206,11 +207,16 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async deliverSignal(request: SignalRequest): Promise<SignalResult> {
     const run = this.#runs.get(request.runId);
+    const inbox = this.#signals.get(request.runId);
+    const existing = inbox?.get(request.messageId);
+    const openWaits = run ? this.#runWaits(run.id).filter((w) => w.status === "open") : [];
+    const counted = run && !existing && request.maxUnread !== undefined && !signalTarget(openWaits, request);
     const { plan, ...result } = planSignal({
       run,
       request,
-      existing: this.#signals.get(request.runId)?.get(request.messageId),
-      openWaits: run ? this.#runWaits(run.id).filter((w) => w.status === "open") : [],
+      existing,
+      openWaits,
+      unread: counted ? [...(inbox?.values() ?? [])].filter((s) => s.consumedBy === null).length : undefined,
     });
     this.#apply(plan);
     return structuredClone(result);

@@ -343,6 +343,8 @@ export interface Statements {
   /** A run's unconsumed signals, in arrival order. */
   loadInbox: Sql;
   getSignal: Sql;
+  /** How many signals of a run are unread (`unread`). */
+  countUnreadSignals: Sql;
   /** The runs matching this WHERE clause (may be empty), newest first, paged by the last two parameters. */
   listRuns(where: string, limitParam: number): Sql;
 }
@@ -523,6 +525,9 @@ export function statements(schema: string): Statements {
       `SELECT ${SIGNAL_LIST} FROM ${s}.signals WHERE run_id = $1 AND consumed_by IS NULL ORDER BY arrival`,
     ),
     getSignal: sql(`SELECT ${SIGNAL_LIST} FROM ${s}.signals WHERE run_id = $1 AND message_id = $2`),
+    countUnreadSignals: sql(
+      `SELECT count(*)::int AS unread FROM ${s}.signals WHERE run_id = $1 AND consumed_by IS NULL`,
+    ),
     listRuns: (where, limitParam) =>
       sql(
         `SELECT ${RUN_COLUMNS} FROM ${s}.runs ${where ? `WHERE ${where}` : ""}

@@ -18,6 +18,7 @@ import {
   planSignal,
   planStop,
   planSuspend,
+  signalTarget,
   stopMayEnd,
 } from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
@@ -167,8 +168,10 @@ export async function deliverSignalIn(ctx: PlanContext, request: SignalRequest):
     run && !existing
       ? (await ctx.query<WaitRow>(ctx.statements.openSignalWaits, [run.id, request.name])).map(rowToWait)
       : [];
+  const counted = run && !existing && request.maxUnread !== undefined && !signalTarget(openWaits, request);
+  const [count] = counted ? await ctx.query<{ unread: number }>(ctx.statements.countUnreadSignals, [run.id]) : [];
   const { plan, ...result } = planned(() =>
-    planSignal({ run, request, existing: existing && rowToSignal(existing), openWaits }),
+    planSignal({ run, request, existing: existing && rowToSignal(existing), openWaits, unread: count?.unread }),
   );
   await applyPlan(ctx, plan, byId(run ? [run] : []));
   return structuredClone(result);

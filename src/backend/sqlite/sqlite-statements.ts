@@ -89,6 +89,8 @@ export interface Statements {
   /** A run's inbox in arrival order. */
   listSignals: Stmt<[string], SignalRow>;
   unconsumedSignals: Stmt<[string], SignalRow>;
+  /** How many signals of a run are unread (`consumed_by` NULL). */
+  countUnreadSignals: Stmt<[string], number>;
   /** Values in `SIGNAL_COLUMNS` order; a signal stored already keeps its place and gets `consumed_by`. */
   upsertSignal: Stmt;
 }
@@ -214,6 +216,9 @@ export function prepareStatements(db: Db): Statements {
     unconsumedSignals: db.prepare<[string], SignalRow>(
       "SELECT * FROM signals WHERE run_id = ? AND consumed_by IS NULL ORDER BY arrival",
     ),
+    countUnreadSignals: db
+      .prepare<[string], number>("SELECT count(*) FROM signals WHERE run_id = ? AND consumed_by IS NULL")
+      .pluck(),
     upsertSignal: db.prepare(
       `INSERT INTO signals (${SIGNAL_COLUMNS.join(", ")}) VALUES (${placeholders(SIGNAL_COLUMNS)})
        ON CONFLICT (run_id, message_id) DO UPDATE SET consumed_by = excluded.consumed_by`,

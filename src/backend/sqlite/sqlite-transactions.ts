@@ -26,6 +26,7 @@ import {
   planStop,
   planSuspend,
   planTransition,
+  signalTarget,
   stopMayEnd,
 } from "../wait-rules.ts";
 import {
@@ -188,11 +189,14 @@ export function prepareTransactions(db: Db, s: Statements, file: string, inlineL
     deliverSignal: db.transaction((request: SignalRequest): SignalResult => {
       const run = getRun(s, request.runId);
       const existing = s.getSignal.get(request.runId, request.messageId);
+      const openWaits = run ? s.openSignalWaits.all(run.id, request.name).map(rowToWait) : [];
+      const counted = run && !existing && request.maxUnread !== undefined && !signalTarget(openWaits, request);
       const { plan, ...result } = planSignal({
         run,
         request,
         existing: existing && rowToSignal(existing),
-        openWaits: run ? s.openSignalWaits.all(run.id, request.name).map(rowToWait) : [],
+        openWaits,
+        unread: counted ? (s.countUnreadSignals.get(run.id) ?? 0) : undefined,
       });
       applyPlan(s, plan, file);
       return result;

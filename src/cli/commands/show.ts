@@ -1,6 +1,9 @@
 import type { SerializedError } from "../../core/errors.ts";
+import { historySize } from "../../core/history-meter.ts";
 import type { Json, RunRecord, SignalRecord, StepRecord, WaitRecord } from "../../core/records.ts";
 import { isSettled, isTerminal } from "../../core/run-state.ts";
+import { formatBytes } from "../../core/serialize.ts";
+import type { RunLimits } from "../../runtime/run-limits.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
@@ -34,6 +37,8 @@ export const showCommand: Command = {
     "ended. Under an open approval: its payload, digest, approvers and expiry, and the `cairn approve`",
     "and `cairn deny` command lines to copy; under an open question: its schema and `cairn answer`.",
     "Signals kept in the run's inbox (sent before anything waited for them) are counted under the waits.",
+    "History and inbox: what the run holds against its limits (maxHistoryBytes, maxHistoryEvents, maxSteps,",
+    "maxUnreadSignals; the defaults here: a worker whose runtimeOptions set others applies its own).",
     "--follow   then print its transitions as they are recorded, whoever records them (a `cairn worker`",
     "           elsewhere), until the run settles: through pauses and through INTERRUPTED, which a",
     "           worker's recovery usually moves on; Ctrl-C stops following and leaves the run as it is.",
@@ -48,6 +53,7 @@ export const showCommand: Command = {
       const { run, transitions, steps, waits } = await runtime.history(runId);
       const signals = await runtime.backend.listSignals(runId);
       printRun(io, run);
+      printLimits(io, run, steps, signals, runtime.limits);
       io.out();
       io.out(`transitions (${transitions.length})`);
       const transitionRows = transitions.map((t) => [
@@ -133,6 +139,20 @@ function printWaits(io: Io, run: RunRecord, waits: WaitRecord[], signals: Signal
     });
   }
   for (const line of inbox) io.out(`  ${line}`);
+}
+
+/** How much of its limits the run uses: its history (bytes, events, steps) and its unread inbox. */
+function printLimits(io: Io, run: RunRecord, steps: StepRecord[], signals: SignalRecord[], limits: RunLimits): void {
+  const size = historySize(run, steps);
+  const taken = steps.reduce((max, s) => Math.max(max, s.seq), 0);
+  const unread = signals.filter((s) => s.consumedBy === null).length;
+  const pct = (figure: number, limit: number) => `${Math.floor((figure / limit) * 100)} %`;
+  io.out(
+    `  ${"history".padEnd(9)} ${formatBytes(size.bytes)} of ${formatBytes(limits.maxHistoryBytes)} (${pct(size.bytes, limits.maxHistoryBytes)}, maxHistoryBytes), ${size.events} of ${limits.maxHistoryEvents} events (${pct(size.events, limits.maxHistoryEvents)}, maxHistoryEvents), ${taken} of ${limits.maxSteps} steps (maxSteps)`,
+  );
+  io.out(
+    `  ${"inbox".padEnd(9)} ${unread} unread of ${limits.maxUnreadSignals} signals (maxUnreadSignals)${isTerminal(run.state) ? "" : "; past it a signal is refused"}`,
+  );
 }
 
 function printRun(io: Io, run: RunRecord): void {
