@@ -115,25 +115,33 @@ describe("PostgresBackend migration 3", () => {
 
   it("adds the columns, takes RECONCILING runs from the claim index, and keeps the data", async () => {
     const schema = await versionTwo();
-    expect(SCHEMA_VERSION).toBe(5);
+    expect(SCHEMA_VERSION).toBe(6);
     const backend = new PostgresBackend({ connectionString: db.url, schema, migrate: false });
     opened.push(backend);
     const refused = await backend.init().then(
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 5");
-    expect(await backend.migrate()).toEqual({ from: 2, to: 5 });
+    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 6");
+    expect(await backend.migrate()).toEqual({ from: 2, to: 6 });
     await backend.init();
 
     const q = pg.escapeIdentifier(schema);
     const applied = await db.query(`SELECT version FROM ${q}.cairn_migrations ORDER BY version`);
-    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6]);
     const index = await db.query<{ indexdef: string }>(
       "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_runnable'",
       [schema],
     );
     expect(index.rows[0]?.indexdef).toContain("RECONCILING");
+    // Migration 6: the open child waits the sweep reads.
+    const sweep = await db.query<{ indexdef: string }>(
+      "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'waits_open_child'",
+      [schema],
+    );
+    expect(sweep.rows[0]?.indexdef).toMatch(
+      /\(name\) WHERE \(\(status = 'open'::text\) AND \(kind = 'child'::text\)\)/,
+    );
 
     const old = (await backend.getRun("old-1")) as RunRecord;
     expect(old).toMatchObject({ state: "RUNNING", epoch: 1, leaseOwner: "w1" });
@@ -227,8 +235,8 @@ describe("PostgresBackend migration 4", () => {
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 5");
-    expect(await backend.migrate()).toEqual({ from: 3, to: 5 });
+    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 6");
+    expect(await backend.migrate()).toEqual({ from: 3, to: 6 });
     await backend.init();
 
     const first = await backend.listTransitionsSince({ after: null, limit: 10 });

@@ -215,6 +215,15 @@ CREATE TABLE ${s}.journal (
 );
 `,
   },
+  {
+    version: 6,
+    name: "the sweep of child waits",
+    // The sweep of child waits (resolveEndedChildWaits) reads the open child waits, few (the runs
+    // waiting for a child now), from an index of their own rather than the whole table of waits.
+    sql: (s) => `
+CREATE INDEX waits_open_child ON ${s}.waits (name) WHERE status = 'open' AND kind = 'child';
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

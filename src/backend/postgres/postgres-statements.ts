@@ -364,6 +364,15 @@ export interface Statements {
   openSignalWaits: Sql;
   /** The due open waits, locking their runs (skipping runs another transaction holds). */
   pickDue: Sql;
+  /**
+   * The runs that have not ended with an open `child` wait whose child has ended, in id order, at
+   * most $1: those the sweep of child waits resolves a wait of. Not locked.
+   */
+  endedChildWaitRuns: Sql;
+  /** The runs $1 by primary key, locked in id order, skipping those another transaction holds. */
+  lockRunsSkipLocked: Sql;
+  /** The open `child` waits of the runs $1, in (seq, id) order. */
+  openChildWaitsOf: Sql;
   /** The open waits of these runs due at $2, at most $3. */
   dueWaits: Sql;
   nextDueAt: Sql;
@@ -504,6 +513,26 @@ export function statements(schema: string): Statements {
        ORDER BY w.due_at
        LIMIT $2
        FOR UPDATE OF r SKIP LOCKED`,
+    ),
+    // From the partial index waits_open_child (the runs waiting for a child now), each child and
+    // run by primary key.
+    endedChildWaitRuns: sql(
+      `SELECT DISTINCT w.run_id FROM ${s}.waits AS w
+       JOIN ${s}.runs AS c ON c.id = w.name
+       JOIN ${s}.runs AS r ON r.id = w.run_id
+       WHERE w.status = 'open' AND w.kind = 'child'
+         AND c.state IN (${ENDED_LIST}) AND r.state NOT IN (${ENDED_LIST})
+       ORDER BY w.run_id
+       LIMIT $1`,
+    ),
+    // By primary key alone, so a row that changed before the lock is not left out by the re-check.
+    lockRunsSkipLocked: sql(
+      `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = ANY ($1::text[]) ORDER BY id FOR UPDATE SKIP LOCKED`,
+    ),
+    openChildWaitsOf: sql(
+      `SELECT ${WAIT_LIST} FROM ${s}.waits
+       WHERE run_id = ANY ($1::text[]) AND status = 'open' AND kind = 'child'
+       ORDER BY seq, id`,
     ),
     dueWaits: sql(
       `SELECT ${WAIT_LIST} FROM ${s}.waits

@@ -14,6 +14,7 @@ import {
   type EndContext,
   hasEnded,
   Plan,
+  planChildSweep,
   planDue,
   planResolveWait,
   planSignal,
@@ -218,6 +219,39 @@ export async function fireDueIn(ctx: PlanContext, now: number, limit: number): P
     const mine = due.filter((w) => w.runId === run.id);
     if (mine.length === 0) continue;
     const result = planned(() => planDue({ run, due: mine, now, versions: run.versions }));
+    merge(plan, result.plan);
+    resolved.push(...result.resolved);
+  }
+  await applyPlan(ctx, plan, runs);
+  return resolved;
+}
+
+/**
+ * The sweep of child waits for `runIds` (found by `endedChildWaitRuns` before the transaction):
+ * locks those runs by primary key, skipping any another transaction holds (so the sweep never
+ * waits, and a child's end that holds the parent resolves the wait itself; a run skipped is swept
+ * next time), reads their open child waits and the children those name under the locks, and applies
+ * `planChildSweep` per run, all in one write. A wait resolved meanwhile is no longer read as open,
+ * so each wait is resolved once, however many workers sweep at the same time.
+ */
+export async function sweepChildWaitsIn(
+  ctx: PlanContext,
+  runIds: readonly string[],
+  now: number,
+): Promise<WaitRecord[]> {
+  const runs = byId((await ctx.query<RunRow>(ctx.statements.lockRunsSkipLocked, [runIds])).map(rowToRun));
+  if (runs.size === 0) return [];
+  const waits = (await ctx.query<WaitRow>(ctx.statements.openChildWaitsOf, [[...runs.keys()]])).map(rowToWait);
+  if (waits.length === 0) return [];
+  const children = (await ctx.query<RunRow>(ctx.statements.getRuns, [[...new Set(waits.map((w) => w.name))]])).map(
+    rowToRun,
+  );
+  const plan = new Plan();
+  const resolved: WaitRecord[] = [];
+  for (const run of runs.values()) {
+    const result = planned(() =>
+      planChildSweep({ run, waits: waits.filter((w) => w.runId === run.id), children, at: now }),
+    );
     merge(plan, result.plan);
     resolved.push(...result.resolved);
   }
