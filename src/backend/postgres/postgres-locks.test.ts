@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { TestDatabase } from "../../../test/helpers/postgres.ts";
 import { backendPerTest } from "../../../test/helpers/postgres-backend-per-test.ts";
 import { until } from "../../../test/helpers/runtime-helpers.ts";
+import { StorageError } from "../../core/errors.ts";
 import type { RunRecord } from "../../core/records.ts";
 import {
   endRun,
@@ -16,9 +17,9 @@ import {
 } from "../conformance/conformance-fixtures.ts";
 import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
-import { TYPES } from "./postgres-schema.ts";
+import { type RunRow, TYPES } from "./postgres-schema.ts";
 import { statements } from "./postgres-statements.ts";
-import { type PlanContext, suspendIn } from "./postgres-waits.ts";
+import { lockTransitioning, type PlanContext, suspendIn } from "./postgres-waits.ts";
 
 /**
  * The rows a transition locks are the rows it plans with: a parent whose pause commits while its
@@ -191,5 +192,48 @@ describe("PostgresBackend locks exactly the rows a transition plans with", () =>
       // The parent was RUNNING and not waiting: a child's end that ended nothing else.
       expect((await b.getRun(parent.id))?.state).toBe("RUNNING");
     }
+  });
+
+  it("locks again when a row it chose did not come back, and gives up with a StorageError after three tries", async () => {
+    const b = await files.open();
+    const [{ parent, child }] = (await families(b, 1)) as [{ parent: RunRecord; child: RunRecord }];
+    const s = statements(b.schema);
+    // The statement's rows for the child's end, read as the backend reads them (JSON as text),
+    // each with the count of runs it chose (2).
+    const reader = new pg.Client({ connectionString: files.db.url });
+    await reader.connect();
+    const { rows } = await reader
+      .query<RunRow & { wanted: number }>({
+        text: s.lockTransitioning.text,
+        values: [[child.id], [child.id]],
+        types: TYPES,
+      })
+      .finally(() => reader.end());
+    expect(rows.map((r) => [r.id, r.wanted])).toEqual([
+      [parent.id, 2],
+      [child.id, 2],
+    ]);
+    // A statement that leaves the parent out, as the old one did, `short` times.
+    const calls: unknown[][] = [];
+    const shortBy = (short: number): PlanContext => ({
+      query: async <R>(statement: { name: string }, values: unknown[]) => {
+        expect(statement.name).toBe(s.lockTransitioning.name);
+        calls.push(values);
+        return (calls.length <= short ? rows.slice(1) : rows) as R[];
+      },
+      statements: s,
+      channel: wakeChannel(b.schema),
+      inlineLimitBytes: b.inlineLimitBytes,
+    });
+    const locked = await lockTransitioning(shortBy(2), [child.id], [child.id]);
+    expect(locked.map((r) => r.id)).toEqual([parent.id, child.id]);
+    expect(calls).toHaveLength(3);
+    calls.length = 0;
+    const error = await lockTransitioning(shortBy(3), [child.id], [child.id]).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(StorageError);
+    expect(String(error)).toContain(
+      `locking runs ${child.id} for a transition: 1 of the 2 runs chosen came back locked`,
+    );
+    expect(calls).toHaveLength(3);
   });
 });
