@@ -118,6 +118,8 @@ export class Worker {
   #stopped = true;
   /** The due time the timer is armed for, and its cancel function. */
   #dueAt = Number.POSITIVE_INFINITY;
+  /** When `recover` last swept child waits (see there). */
+  #childWaitsSweptAt = Number.NEGATIVE_INFINITY;
   #cancelDue: (() => void) | undefined;
 
   constructor(deps: WorkerDeps, options: WorkerOptions = {}) {
@@ -772,7 +774,8 @@ export class Worker {
 
   /**
    * One recovery sweep: runs whose owner is gone become INTERRUPTED (the lost owner named in the
-   * reason), then INTERRUPTED runs within the automatic-recovery bound become RESUMING.
+   * reason), then INTERRUPTED runs within the automatic-recovery bound become RESUMING; and, once a
+   * lease, child waits that their child's end left open are resolved (`resolveEndedChildWaits`).
    */
   async recover(): Promise<void> {
     if (this.#stopped) return;
@@ -804,6 +807,18 @@ export class Worker {
           },
           { unowned: true, now: Date.now() },
         ).catch((error: unknown) => this.#ignoreRace(error));
+      }
+      // A parent left PAUSED on a child that has ended (its end missed the wait: a race no backend
+      // should have) is found as late as a lost worker's run is: within a lease. The read costs
+      // what the runs waiting for a child now cost, so once a lease rather than every tick.
+      if (now - this.#childWaitsSweptAt >= this.#opts.leaseMs) {
+        this.#childWaitsSweptAt = now;
+        const swept = await backend.resolveEndedChildWaits(this.#deps.clock.now(), 100);
+        if (swept.length > 0) {
+          const waits = swept.map((w) => `${w.id} of run ${w.runId} (child ${w.name})`).join(", ");
+          this.#deps.logger.warn(`resolved child waits left open after their child ended: ${waits}`);
+          this.poke();
+        }
       }
     } catch (error) {
       this.#deps.logger.warn("recovery sweep failed", { error: String(error) });

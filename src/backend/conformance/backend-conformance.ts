@@ -1,5 +1,6 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RuntimeBackend } from "../backend.ts";
+import { describeChildWaits } from "./child-waits-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
 import { describeTransitionFeed } from "./feed-conformance.ts";
@@ -40,9 +41,10 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * on it before the test and `close()` after, then `options.cleanup`. A backend that passes agrees
  * with `InMemoryBackend` on every point of the contract: run creation and key idempotency,
  * listing, exclusive claims and leases, fenced transitions and steps, waits and signals, stop
- * requests, what a run's end does to its waits, its parent, its children and its successor,
- * effect records on steps (and steps written with a transition), RECONCILING runs, a run's usage
- * and an operator's acceptance; and, when it has them, wake-ups and the global transition feed.
+ * requests, what a run's end does to its waits, its parent, its children and its successor, the
+ * sweep of child waits an end left open, effect records on steps (and steps written with a
+ * transition), RECONCILING runs, a run's usage and an operator's acceptance; and, when it has
+ * them, wake-ups and the global transition feed.
  *
  * @example
  * import { runBackendConformance } from "cairn/testing";
@@ -86,6 +88,7 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeSignals(use);
     describeStops(use);
     describeEndings(use);
+    describeChildWaits(use);
     describeEffects(use);
     describeUsage(use);
     if (options.wakeUps) {

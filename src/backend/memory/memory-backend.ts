@@ -33,6 +33,7 @@ import {
   type EndContext,
   hasEnded,
   type Plan,
+  planChildSweep,
   planDue,
   planResolveWait,
   planSignal,
@@ -236,6 +237,24 @@ export class InMemoryBackend implements RuntimeBackend {
     for (const runId of new Set(due.map((w) => w.runId))) {
       const run = this.#runs.get(runId) as RunRecord;
       const result = planDue({ run, due: due.filter((w) => w.runId === runId), now, versions: run.versions });
+      this.#apply(result.plan);
+      resolved.push(...result.resolved);
+    }
+    return structuredClone(resolved);
+  }
+
+  async resolveEndedChildWaits(now: number, limit: number): Promise<WaitRecord[]> {
+    const resolved: WaitRecord[] = [];
+    let swept = 0;
+    for (const [runId, waits] of this.#waits) {
+      if (swept >= limit) break;
+      const run = this.#runs.get(runId) as RunRecord;
+      const open = [...waits.values()].filter((w) => w.kind === "child" && w.status === "open");
+      const children = open.map((w) => this.#runs.get(w.name)).filter((c): c is RunRecord => c !== undefined);
+      // The runs the planner has something to do for (as the SQL backends select them).
+      if (hasEnded(run.state) || !children.some((c) => hasEnded(c.state))) continue;
+      swept += 1;
+      const result = planChildSweep({ run, waits: open, children, at: now });
       this.#apply(result.plan);
       resolved.push(...result.resolved);
     }

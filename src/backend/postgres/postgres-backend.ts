@@ -68,6 +68,7 @@ import {
   requestStopIn,
   resolveWaitIn,
   suspendIn,
+  sweepChildWaitsIn,
 } from "./postgres-waits.ts";
 
 export type { PostgresBackendOptions } from "./postgres-options.ts";
@@ -509,6 +510,24 @@ export class PostgresBackend implements RuntimeBackend {
   async fireDueWaits(now: number, limit: number): Promise<WaitRecord[]> {
     const pool = this.#ready();
     return this.#db.transaction(pool, "fireDueWaits", (client) => fireDueIn(this.#context(client), now, limit));
+  }
+
+  /**
+   * One read finds the runs to sweep (none, nearly always: a partial index of the open child waits
+   * and a lookup of each wait's child and run); only when there are some does a transaction lock
+   * them and resolve their waits ({@link sweepChildWaitsIn}).
+   */
+  async resolveEndedChildWaits(now: number, limit: number): Promise<WaitRecord[]> {
+    const pool = this.#ready();
+    const runIds = await this.#db.call("resolveEndedChildWaits", async () =>
+      (await this.#db.query<{ run_id: string }>(pool, this.#s.endedChildWaitRuns, [Math.max(0, limit)])).map(
+        (row) => row.run_id,
+      ),
+    );
+    if (runIds.length === 0) return [];
+    return this.#db.transaction(pool, "resolveEndedChildWaits", (client) =>
+      sweepChildWaitsIn(this.#context(client), runIds, now),
+    );
   }
 
   async nextDueAt(): Promise<number | null> {

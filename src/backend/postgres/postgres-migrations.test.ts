@@ -134,6 +134,14 @@ describe("PostgresBackend migration 3", () => {
       [schema],
     );
     expect(index.rows[0]?.indexdef).toContain("RECONCILING");
+    // Migration 6: the open child waits the sweep reads.
+    const sweep = await db.query<{ indexdef: string }>(
+      "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'waits_open_child'",
+      [schema],
+    );
+    expect(sweep.rows[0]?.indexdef).toMatch(
+      /\(name\) WHERE \(\(status = 'open'::text\) AND \(kind = 'child'::text\)\)/,
+    );
 
     const old = (await backend.getRun("old-1")) as RunRecord;
     expect(old).toMatchObject({ state: "RUNNING", epoch: 1, leaseOwner: "w1" });

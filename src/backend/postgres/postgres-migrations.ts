@@ -217,11 +217,14 @@ CREATE TABLE ${s}.journal (
   },
   {
     version: 6,
-    name: "claimed runs not started are indexed",
+    name: "claimed runs not started and open child waits are indexed",
     // The recovery sweep finds PENDING runs a worker claimed and died before starting (their lease
-    // held by a process that is gone): without this index, that meant reading every PENDING run.
+    // held by a process that is gone), and the sweep of child waits (resolveEndedChildWaits) the
+    // open child waits, few (the runs waiting for a child now): each from an index of its own
+    // rather than every PENDING run or the whole table of waits.
     sql: (s) => `
 CREATE INDEX runs_claimed_pending ON ${s}.runs (lease_expires_at, id) WHERE state = 'PENDING' AND lease_owner IS NOT NULL;
+CREATE INDEX waits_open_child ON ${s}.waits (name) WHERE status = 'open' AND kind = 'child';
 `,
   },
 ];

@@ -258,19 +258,49 @@ function createRuns(s: string): Sql {
   );
 }
 
+/**
+ * Locks what a batch of transitions writes (`transitionsIn`; `lockEnding` for one run): the runs
+ * $1 that exist and, for those of them that end ($2), their parents and their children that have
+ * not ended. Each row comes with `wanted`, how many runs the statement chose, so the caller can
+ * check that every one came back locked.
+ *
+ * The runs are chosen first (`wanted`, a union of index lookups: primary key, primary key,
+ * `runs_by_parent`) and then locked by primary key alone, in id order (LockRows runs above the
+ * sort). PostgreSQL checks the condition of a locking read again on a row that changed while the
+ * read waited for its lock, and leaves the row out when the check fails: locking the rows the
+ * union chose in one condition, as this statement did until issue 21, left out a parent whose
+ * pause committed meanwhile (and even the ending run, its lease renewed meanwhile), under the
+ * nested-loop plan a table with some history gets. The child's end was then planned without its
+ * parent and the parent's wait stayed open. The only condition here is `id = ANY` of an array
+ * computed once (an InitPlan, which the check reuses), which no update changes. A child that
+ * ended while this waited still comes back, locked: the planners skip ended children by state.
+ */
+function lockTransitioning(s: string): Sql {
+  return sql(
+    `WITH wanted AS MATERIALIZED (
+       SELECT r.id FROM ${s}.runs AS r WHERE r.id = ANY ($1::text[])
+       UNION
+       SELECT p.parent_run_id FROM ${s}.runs AS p WHERE p.id = ANY ($2::text[]) AND p.parent_run_id IS NOT NULL
+       UNION
+       SELECT c.id FROM ${s}.runs AS c WHERE c.parent_run_id = ANY ($2::text[]) AND c.state NOT IN (${ENDED_LIST})
+     )
+     SELECT ${RUN_COLUMNS}, (SELECT count(*) FROM wanted)::integer AS wanted
+     FROM ${s}.runs
+     WHERE id = ANY (ARRAY(SELECT id FROM wanted))
+     ORDER BY id
+     FOR UPDATE`,
+  );
+}
+
 /** The statements of one schema. */
 export interface Statements {
   getRun: Sql;
   /** The run row, locked until the transaction ends (waits for a concurrent writer). */
   lockRun: Sql;
   /**
-   * The rows a transition into an ended state writes, locked in id order: the run, its parent and
-   * its children that have not ended. See `postgres-waits.ts` for the lock order.
-   */
-  lockEnding: Sql;
-  /**
-   * What a batch of transitions writes, locked in id order: the runs $1 and, for those of them
-   * that end ($2), their parents and their children that have not ended.
+   * What a batch of transitions writes, locked in id order ({@link lockTransitioning}): the runs
+   * $1 and, for those of them that end ($2), their parents and their children that have not
+   * ended; each row with the number of runs wanted.
    */
   lockTransitioning: Sql;
   /** Runs by id, not locked. */
@@ -334,6 +364,15 @@ export interface Statements {
   openSignalWaits: Sql;
   /** The due open waits, locking their runs (skipping runs another transaction holds). */
   pickDue: Sql;
+  /**
+   * The runs that have not ended with an open `child` wait whose child has ended, in id order, at
+   * most $1: those the sweep of child waits resolves a wait of. Not locked.
+   */
+  endedChildWaitRuns: Sql;
+  /** The runs $1 by primary key, locked in id order, skipping those another transaction holds. */
+  lockRunsSkipLocked: Sql;
+  /** The open `child` waits of the runs $1, in (seq, id) order. */
+  openChildWaitsOf: Sql;
   /** The open waits of these runs due at $2, at most $3. */
   dueWaits: Sql;
   nextDueAt: Sql;
@@ -357,31 +396,7 @@ export function statements(schema: string): Statements {
   return {
     getRun: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = $1`),
     lockRun: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = $1 FOR UPDATE`),
-    // LockRows runs above the sort, so the rows are locked in id order. A child that ends while
-    // this waits for its lock is re-checked and left out.
-    lockEnding: sql(
-      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
-       WHERE id = $1
-          OR id = (SELECT parent_run_id FROM ${s}.runs WHERE id = $1)
-          OR (parent_run_id = $1 AND state NOT IN (${ENDED_LIST}))
-       ORDER BY id
-       FOR UPDATE`,
-    ),
-    // The ids as a union of three index lookups (primary key, primary key, runs_by_parent): the
-    // same condition written as one WHERE of three ORs read every row of the table (the OR with a
-    // hashed subplan defeats a bitmap OR), 12 ms at 20,000 runs and 100 ms at 200,000. A child
-    // that ended while this waited for its lock still comes back (its id was chosen before the
-    // wait); the planners skip ended children by their state.
-    lockTransitioning: sql(
-      `SELECT ${RUN_COLUMNS} FROM ${s}.runs
-       WHERE id IN (
-         SELECT unnest($1::text[])
-         UNION ALL SELECT p.parent_run_id FROM ${s}.runs AS p WHERE p.id = ANY ($2::text[])
-         UNION ALL SELECT c.id FROM ${s}.runs AS c WHERE c.parent_run_id = ANY ($2::text[]) AND c.state NOT IN (${ENDED_LIST})
-       )
-       ORDER BY id
-       FOR UPDATE`,
-    ),
+    lockTransitioning: lockTransitioning(s),
     getRuns: sql(`SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = ANY ($1::text[])`),
     getRunByKey: sql(
       `SELECT ${RUN_COLUMNS} FROM ${s}.runs
@@ -507,6 +522,26 @@ export function statements(schema: string): Statements {
        ORDER BY w.due_at
        LIMIT $2
        FOR UPDATE OF r SKIP LOCKED`,
+    ),
+    // From the partial index waits_open_child (the runs waiting for a child now), each child and
+    // run by primary key.
+    endedChildWaitRuns: sql(
+      `SELECT DISTINCT w.run_id FROM ${s}.waits AS w
+       JOIN ${s}.runs AS c ON c.id = w.name
+       JOIN ${s}.runs AS r ON r.id = w.run_id
+       WHERE w.status = 'open' AND w.kind = 'child'
+         AND c.state IN (${ENDED_LIST}) AND r.state NOT IN (${ENDED_LIST})
+       ORDER BY w.run_id
+       LIMIT $1`,
+    ),
+    // By primary key alone, so a row that changed before the lock is not left out by the re-check.
+    lockRunsSkipLocked: sql(
+      `SELECT ${RUN_COLUMNS} FROM ${s}.runs WHERE id = ANY ($1::text[]) ORDER BY id FOR UPDATE SKIP LOCKED`,
+    ),
+    openChildWaitsOf: sql(
+      `SELECT ${WAIT_LIST} FROM ${s}.waits
+       WHERE run_id = ANY ($1::text[]) AND status = 'open' AND kind = 'child'
+       ORDER BY seq, id`,
     ),
     dueWaits: sql(
       `SELECT ${WAIT_LIST} FROM ${s}.waits

@@ -11,7 +11,7 @@ import type { Settled } from "./postgres-batcher.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import { batchStepParams, type RunRow, recordsetJson, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
 import { MOVE_COLUMNS } from "./postgres-transition-statements.ts";
-import { applyPlan, merge, type PlanContext, type RidingSteps } from "./postgres-waits.ts";
+import { applyPlan, lockTransitioning, merge, type PlanContext, type RidingSteps } from "./postgres-waits.ts";
 
 /** What `transition` returns. */
 export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord };
@@ -105,9 +105,9 @@ export async function movedIn(
 /**
  * Transitions of several runs (one request per run) in the current transaction, as one batch:
  *
- * 1. One statement locks, in id order (the lock order of `postgres-waits.ts`), every run a request
- *    names and, for the requests into an ended state, their parents and their children that have
- *    not ended: the rows `lockEnding` locks for one run.
+ * 1. One statement locks, by primary key and in id order (the lock order of `postgres-waits.ts`),
+ *    every run a request names and, for the requests into an ended state, their parents and their
+ *    children that have not ended ({@link lockTransitioning}, which checks that each came back).
  * 2. One statement reads the open waits of the ending runs and their parents' child waits on them.
  * 3. The requests are planned one after another, in the batch's order, each against the rows as
  *    the requests before it left them: a parent two of whose children end in one batch is seen by
@@ -126,7 +126,7 @@ export async function transitionsIn(
   const ids = requests.map((r) => r.runId);
   if (new Set(ids).size !== ids.length) throw new RangeError("a batch of transitions names a run twice");
   const ending = requests.filter((r) => hasEnded(r.to)).map((r) => r.runId);
-  const rows = (await ctx.query<RunRow>(ctx.statements.lockTransitioning, [ids, ending])).map(rowToRun);
+  const rows = await lockTransitioning(ctx, ids, ending);
   const waits: WaitRecord[] = [];
   if (ending.length > 0) {
     const view = new Map(rows.map((run) => [run.id, run]));

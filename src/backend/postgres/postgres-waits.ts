@@ -1,4 +1,4 @@
-import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
+import { InvalidInputError, LeaseLostError, StorageError } from "../../core/errors.ts";
 import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type {
   ResolveWaitRequest,
@@ -12,7 +12,9 @@ import type {
 import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import {
   type EndContext,
+  hasEnded,
   Plan,
+  planChildSweep,
   planDue,
   planResolveWait,
   planSignal,
@@ -50,8 +52,8 @@ import { RUN_JSON_COLUMNS, type Sql, type Statements } from "./postgres-statemen
  * Lock order: runs are locked in id order whenever a statement locks several. An operation on one
  * run locks that run only, except:
  * - A transition into an ended state (and a cancel) locks the run, its parent and its children that
- *   have not ended, in one statement (`lockEnding`; a batch of transitions: `lockTransitioning`,
- *   the same rows for each of its runs), in id order. The step batch's fence locks its runs
+ *   have not ended, in one statement (`lockTransitioning`: for one run in `lockEnding`, for each
+ *   run of a batch of transitions in `transitionsIn`), in id order, by primary key. The step batch's fence locks its runs
  *   (`FOR SHARE`) in id order too. Id order rather than "parent first" since
  *   it is a total order every multi-row lock can keep: `renewLeases` locks the runs it renews in id
  *   order too, so the end of a child and the renewal of its parent by the same worker cannot wait
@@ -103,16 +105,43 @@ async function lockRun(ctx: PlanContext, runId: string): Promise<RunRecord | und
   return row && rowToRun(row);
 }
 
+/** How many times {@link lockTransitioning} runs its statement before it gives up on a short count. */
+const LOCK_ATTEMPTS = 3;
+
 /**
- * Locks a run that may end now, its parent and its children that have not ended (`lockEnding`,
- * in id order), and reads what `planEnd` needs: the run's open waits and the parent's open child
- * wait on it. `end` is undefined when there is no such run.
+ * Locks, in id order, the runs `ids` and, for those of them in `ending`, their parents and their
+ * children that have not ended (the `lockTransitioning` statement, which locks by primary key), and
+ * checks that every run the statement chose came back locked. A short count (a run removed while
+ * the statement waited: nothing removes runs) runs the statement again, with what is committed
+ * by then; the rows locked already stay locked. Returns the runs as they are once locked.
+ */
+export async function lockTransitioning(
+  ctx: PlanContext,
+  ids: readonly string[],
+  ending: readonly string[],
+): Promise<RunRecord[]> {
+  let last = { wanted: 0, locked: 0 };
+  for (let attempt = 1; attempt <= LOCK_ATTEMPTS; attempt++) {
+    const rows = await ctx.query<RunRow & { wanted: number }>(ctx.statements.lockTransitioning, [ids, ending]);
+    const wanted = rows[0]?.wanted ?? 0;
+    if (rows.length === wanted) return rows.map(rowToRun);
+    last = { wanted, locked: rows.length };
+  }
+  throw new StorageError(
+    `locking runs ${ids.join(", ")} for a transition: ${last.locked} of the ${last.wanted} runs chosen came back locked, ${LOCK_ATTEMPTS} times; nothing was written, try again`,
+  );
+}
+
+/**
+ * Locks a run that may end now, its parent and its children that have not ended
+ * ({@link lockTransitioning}, in id order), and reads what `planEnd` needs: the run's open waits
+ * and the parent's open child wait on it. `end` is undefined when there is no such run.
  */
 async function lockEnding(
   ctx: PlanContext,
   runId: string,
 ): Promise<{ rows: RunRecord[]; run: RunRecord | undefined; end: EndContext | undefined }> {
-  const rows = (await ctx.query<RunRow>(ctx.statements.lockEnding, [runId])).map(rowToRun);
+  const rows = await lockTransitioning(ctx, [runId], [runId]);
   const run = rows.find((r) => r.id === runId);
   if (!run) return { rows, run, end: undefined };
   const parent = run.parentRunId === null ? undefined : rows.find((r) => r.id === run.parentRunId);
@@ -121,7 +150,7 @@ async function lockEnding(
     openWaits: waits.filter((w) => w.runId === run.id),
     parent,
     parentWait: parent && waits.find((w) => w.runId === parent.id),
-    children: rows.filter((r) => r.parentRunId === run.id),
+    children: rows.filter((r) => r.parentRunId === run.id && !hasEnded(r.state)),
   };
   return { rows, run, end };
 }
@@ -193,6 +222,39 @@ export async function fireDueIn(ctx: PlanContext, now: number, limit: number): P
     const mine = due.filter((w) => w.runId === run.id);
     if (mine.length === 0) continue;
     const result = planned(() => planDue({ run, due: mine, now, versions: run.versions }));
+    merge(plan, result.plan);
+    resolved.push(...result.resolved);
+  }
+  await applyPlan(ctx, plan, runs);
+  return resolved;
+}
+
+/**
+ * The sweep of child waits for `runIds` (found by `endedChildWaitRuns` before the transaction):
+ * locks those runs by primary key, skipping any another transaction holds (so the sweep never
+ * waits, and a child's end that holds the parent resolves the wait itself; a run skipped is swept
+ * next time), reads their open child waits and the children those name under the locks, and applies
+ * `planChildSweep` per run, all in one write. A wait resolved meanwhile is no longer read as open,
+ * so each wait is resolved once, however many workers sweep at the same time.
+ */
+export async function sweepChildWaitsIn(
+  ctx: PlanContext,
+  runIds: readonly string[],
+  now: number,
+): Promise<WaitRecord[]> {
+  const runs = byId((await ctx.query<RunRow>(ctx.statements.lockRunsSkipLocked, [runIds])).map(rowToRun));
+  if (runs.size === 0) return [];
+  const waits = (await ctx.query<WaitRow>(ctx.statements.openChildWaitsOf, [[...runs.keys()]])).map(rowToWait);
+  if (waits.length === 0) return [];
+  const children = (await ctx.query<RunRow>(ctx.statements.getRuns, [[...new Set(waits.map((w) => w.name))]])).map(
+    rowToRun,
+  );
+  const plan = new Plan();
+  const resolved: WaitRecord[] = [];
+  for (const run of runs.values()) {
+    const result = planned(() =>
+      planChildSweep({ run, waits: waits.filter((w) => w.runId === run.id), children, at: now }),
+    );
     merge(plan, result.plan);
     resolved.push(...result.resolved);
   }

@@ -349,6 +349,17 @@ export class SqliteBackend implements RuntimeBackend {
     return this.#write(true, "fireDueWaits", () => tx.fireDueWaits.immediate(now, limit));
   }
 
+  /**
+   * A read finds the runs to sweep (none, nearly always) without taking the write lock; only when
+   * there are some does a write transaction read them again and resolve their waits.
+   */
+  async resolveEndedChildWaits(now: number, limit: number): Promise<WaitRecord[]> {
+    const { s, tx } = this.#open();
+    const runIds = this.#read("resolveEndedChildWaits", () => s.endedChildWaitRuns.all(limit));
+    if (runIds.length === 0) return [];
+    return this.#write(true, "resolveEndedChildWaits", () => tx.sweepChildWaits.immediate(runIds, now));
+  }
+
   async nextDueAt(): Promise<number | null> {
     const { s } = this.#open();
     return this.#read("nextDueAt", () => s.nextDueAt.get() ?? null);

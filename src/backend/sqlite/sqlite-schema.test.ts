@@ -11,6 +11,7 @@ import { encodeStep, transitionParams } from "../sql-rows.ts";
 import { pendingRun } from "../transition-rules.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
 import { MIGRATION_V2, MIGRATION_V3, SCHEMA_V1, SCHEMA_VERSION, stepParams } from "./sqlite-schema.ts";
+import { prepareStatements } from "./sqlite-statements.ts";
 
 /** The schema of `SqliteBackend`: its version, and the upgrade in place of files of older versions. */
 
@@ -63,17 +64,23 @@ describe("SqliteBackend schema", () => {
     for (const path of paths.splice(0)) removeDatabase(path);
   });
 
-  it("uses WAL, foreign keys and records schema version 4", async () => {
-    expect(SCHEMA_VERSION).toBe(4);
+  it("uses WAL, foreign keys and records schema version 5", async () => {
+    expect(SCHEMA_VERSION).toBe(5);
     const backend = await open();
     const raw = new Database(backend.path, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("4");
+      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("5");
       const columns = (table: string) => raw.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all();
       expect(columns("steps")).toContain("effect");
       expect(columns("runs")).toEqual(expect.arrayContaining(["usage", "acceptance"]));
       expect(columns("transitions")).toContain("feed_position");
+      // Version 5: the sweep of child waits reads the open child waits from their own index.
+      const sweep = prepareStatements(raw).endedChildWaitRuns.source;
+      const plan = raw.prepare<[number], { detail: string }>(`EXPLAIN QUERY PLAN ${sweep}`).all(10);
+      expect(plan.map((row) => row.detail).join("\n")).toMatch(
+        /SCAN w USING (COVERING )?INDEX waits_open_child\nSEARCH c USING INDEX sqlite_autoindex_runs_1 \(id=\?\)/,
+      );
     } finally {
       raw.close();
     }
@@ -121,7 +128,7 @@ describe("SqliteBackend schema", () => {
     expect((await backend.createRun(runInput({ key: "k" }))).created).toBe(false);
     expect(await backend.loadWaits(run.id)).toStrictEqual([]);
     expect(await backend.listSignals(run.id)).toStrictEqual([]);
-    expect(schemaVersionOf(path)).toBe("4");
+    expect(schemaVersionOf(path)).toBe(String(SCHEMA_VERSION));
     const raw = new Database(path, { readonly: true });
     try {
       // The key index leaves continued runs out, so that a continueAsNew successor takes the key over.
@@ -209,7 +216,7 @@ describe("SqliteBackend schema", () => {
     v2.close();
 
     const backend = await open({ path });
-    expect(schemaVersionOf(path)).toBe("4");
+    expect(schemaVersionOf(path)).toBe(String(SCHEMA_VERSION));
     const loaded = await backend.getRun(run.id);
     expect(loaded).toStrictEqual(held);
     expect(loaded?.usage).toBeUndefined();
@@ -258,7 +265,7 @@ describe("SqliteBackend schema", () => {
     v3.close();
 
     const backend = await open({ path });
-    expect(schemaVersionOf(path)).toBe("4");
+    expect(schemaVersionOf(path)).toBe(String(SCHEMA_VERSION));
     const raw = new Database(path, { readonly: true });
     const feedId = raw.prepare("SELECT value FROM cairn_meta WHERE key = 'feed_id'").pluck().get();
     raw.close();
@@ -295,11 +302,13 @@ describe("SqliteBackend schema", () => {
     const first = await open();
     await first.close();
     const raw = new Database(first.path);
-    raw.prepare("UPDATE cairn_meta SET value = '5' WHERE key = 'schema_version'").run();
+    raw.prepare("UPDATE cairn_meta SET value = ? WHERE key = 'schema_version'").run(String(SCHEMA_VERSION + 1));
     raw.close();
     const error = await new SqliteBackend({ path: first.path }).init().catch((e: unknown) => e);
     expect(error).toBeInstanceOf(StorageError);
     expect((error as Error).message).toContain(first.path);
-    expect((error as Error).message).toMatch(/schema version 5, newer than .* \(4\); upgrade Cairn/);
+    expect((error as Error).message).toMatch(
+      new RegExp(`schema version ${SCHEMA_VERSION + 1}, newer than .* \\(${SCHEMA_VERSION}\\); upgrade Cairn`),
+    );
   });
 });

@@ -38,7 +38,7 @@ export {
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 4;
+export const SCHEMA_VERSION = 5;
 
 /** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
@@ -191,12 +191,22 @@ CREATE UNIQUE INDEX transitions_feed ON transitions (feed_position);
 INSERT INTO cairn_meta (key, value) VALUES ('feed_id', lower(hex(randomblob(4))));
 `;
 
+/**
+ * Schema version 5, on top of version 4: the sweep of child waits (`resolveEndedChildWaits`) reads
+ * the open waits of kind `child` from an index of their own (few: the runs waiting for a child
+ * now), not from the whole table of waits.
+ */
+export const MIGRATION_V5 = `
+CREATE INDEX waits_open_child ON waits (name) WHERE status = 'open' AND kind = 'child';
+`;
+
 /** Every schema version and the DDL that brings the version before it there, in order. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
   { version: 2, sql: MIGRATION_V2 },
   { version: 3, sql: MIGRATION_V3 },
   { version: 4, sql: MIGRATION_V4 },
+  { version: 5, sql: MIGRATION_V5 },
 ];
 
 /**

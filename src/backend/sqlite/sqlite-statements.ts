@@ -80,6 +80,13 @@ export interface Statements {
   openSignalWaits: Stmt<[string, string], WaitRow>;
   /** The parent's open `child` wait on a child run (parent id, child id). */
   openChildWait: Stmt<[string, string], WaitRow>;
+  /**
+   * The runs that have not ended with an open `child` wait whose child has ended, in id order, at
+   * most a number: the runs the sweep of child waits resolves a wait of.
+   */
+  endedChildWaitRuns: Stmt<[number], string>;
+  /** A run's open `child` waits, in (seq, id) order. */
+  openChildWaits: Stmt<[string], WaitRow>;
   /** Open waits due at a time, soonest first (now, limit). */
   dueWaits: Stmt<[number, number], WaitRow>;
   nextDueAt: Stmt<[], number | null>;
@@ -199,6 +206,22 @@ export function prepareStatements(db: Db): Statements {
     ),
     openChildWait: db.prepare<[string, string], WaitRow>(
       "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'child' AND name = ? ORDER BY seq, id LIMIT 1",
+    ),
+    // From the partial index waits_open_child (the runs waiting for a child now), each child and
+    // run by primary key. The order is forced (CROSS JOIN): without statistics SQLite would start
+    // from the ended runs, nearly the whole table.
+    endedChildWaitRuns: db
+      .prepare<[number], string>(
+        `SELECT DISTINCT w.run_id FROM waits AS w INDEXED BY waits_open_child
+         CROSS JOIN runs AS c ON c.id = w.name
+         CROSS JOIN runs AS r ON r.id = w.run_id
+         WHERE w.status = 'open' AND w.kind = 'child'
+           AND c.state IN (${ENDED_LIST}) AND r.state NOT IN (${ENDED_LIST})
+         ORDER BY w.run_id LIMIT ?`,
+      )
+      .pluck(),
+    openChildWaits: db.prepare<[string], WaitRow>(
+      "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'child' ORDER BY seq, id",
     ),
     // The terms match the partial index waits_due.
     dueWaits: db.prepare<[number, number], WaitRow>(

@@ -20,6 +20,7 @@ import {
   type EndContext,
   hasEnded,
   type Plan,
+  planChildSweep,
   planDue,
   planResolveWait,
   planSignal,
@@ -64,6 +65,8 @@ export interface Transactions {
   resolveWait: Tx<(request: ResolveWaitRequest) => ResolveWaitResult>;
   deliverSignal: Tx<(request: SignalRequest) => SignalResult>;
   fireDueWaits: Tx<(now: number, limit: number) => WaitRecord[]>;
+  /** The sweep of child waits, for the runs given (found by `endedChildWaitRuns` before the write). */
+  sweepChildWaits: Tx<(runIds: readonly string[], now: number) => WaitRecord[]>;
   requestStop: Tx<(request: StopRunRequest) => { run: RunRecord; transitions: TransitionRecord[] }>;
   recordAcceptance: Tx<(runId: string, acceptance: AcceptanceRecord) => RunRecord>;
 }
@@ -212,6 +215,20 @@ export function prepareTransactions(db: Db, s: Statements, file: string, inlineL
         // A wait's run exists (foreign key).
         const run = getRun(s, runId) as RunRecord;
         const result = planDue({ run, due, now, versions: run.versions });
+        applyPlan(s, result.plan, file);
+        resolved.push(...result.resolved);
+      }
+      return resolved;
+    }),
+    sweepChildWaits: db.transaction((runIds: readonly string[], now: number): WaitRecord[] => {
+      const resolved: WaitRecord[] = [];
+      for (const runId of runIds) {
+        // Read again under the write lock: the candidates were read before it.
+        const run = getRun(s, runId);
+        if (!run) continue;
+        const waits = s.openChildWaits.all(run.id).map(rowToWait);
+        const children = waits.map((w) => getRun(s, w.name)).filter((c): c is RunRecord => c !== undefined);
+        const result = planChildSweep({ run, waits, children, at: now });
         applyPlan(s, result.plan, file);
         resolved.push(...result.resolved);
       }
