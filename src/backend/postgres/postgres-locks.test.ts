@@ -133,11 +133,13 @@ describe("PostgresBackend locks exactly the rows a transition plans with", () =>
     }
   });
 
-  it("resolves the wait of a parent whose pause committed while a cancel that ends its child waited for its row", async () => {
+  it("a cancel of a child waiting for reconciliation, racing its parent's pause, is stored and ends nothing", async () => {
     const b = await files.open();
     await history(files.db, b.schema);
     const [{ parent, child }] = (await families(b, 1)) as [{ parent: RunRecord; child: RunRecord }];
-    // A child whose effect's outcome nobody knows: an operator's cancel ends it at once.
+    // A child whose effect's outcome nobody knows: a cancel waits for the operator's reconcile
+    // (DESIGN §5), so no cancel ends a run at once any more; the lock it takes still sees the
+    // parent whose pause commits while it waits.
     const { run: stuck } = await b.transition(
       move(child, "RUNNING", "NEEDS_RECONCILIATION", { patch: { releaseLease: true } }),
     );
@@ -146,17 +148,13 @@ describe("PostgresBackend locks exactly the rows a transition plans with", () =>
       const wait = waitRecord(parent.id, 1, { kind: "child", name: child.id, details: { childRunId: child.id } });
       await suspendIn(pausing.ctx, suspendRequest(parent, [wait], { pausedReason: "awaiting_child" }));
       const cancelled = b.requestStop(stopOf(stuck.id, "cancel"));
-      await lockWaits(files.db, 1);
       await pausing.commit();
-      expect((await cancelled).run.state).toBe("CANCELLED");
+      expect((await cancelled).run).toMatchObject({ state: "NEEDS_RECONCILIATION", stopRequest: { kind: "cancel" } });
     } finally {
       await pausing.end();
     }
-    expect((await b.getRun(parent.id))?.state).toBe("RESUMING");
-    expect((await b.loadWaits(parent.id))[0]).toMatchObject({
-      status: "resolved",
-      resolution: { outcome: "child_ended", value: { runId: child.id, state: "CANCELLED" } },
-    });
+    expect((await b.getRun(parent.id))?.state).toBe("PAUSED");
+    expect((await b.loadWaits(parent.id))[0]).toMatchObject({ status: "open" });
   });
 
   it("plans each ending run with its own row when another transaction changed that row while the lock waited", async () => {
