@@ -34,7 +34,7 @@ import { redactJson } from "./redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
-import { checkText } from "./text.ts";
+import { checkText, isStorableText } from "./text.ts";
 import { ToolAttemptContext } from "./tool-context.ts";
 import { type PauseOutcome, settleChild, type WaitSpec, WaitSteps } from "./wait-steps.ts";
 
@@ -524,7 +524,9 @@ export class WorkflowEnvelope {
     if (this.#diverged) throw this.#diverged;
     if (this.#cancel.signal.aborted) throw this.#cancel.signal.reason;
     // A name is stored as text (a signal's name, a domain's entity, an approval's action).
-    checkText(name, `the name of ${kind} step "${name}" (run ${this.#run.id})`, { maxLength: MAX_STEP_NAME_LENGTH });
+    if (!isStorableText(name) || name.length > MAX_STEP_NAME_LENGTH) {
+      checkText(name, `the name of ${kind} step "${name}" (run ${this.#run.id})`, { maxLength: MAX_STEP_NAME_LENGTH });
+    }
     const seq = ++this.#seq;
     if (seq > this.#host.maxSteps) {
       throw new StepLimitError(

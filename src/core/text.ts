@@ -17,6 +17,11 @@ import { InvalidInputError } from "./errors.ts";
 /** The replacement character written in place of a NUL or a lone surrogate. */
 export const REPLACEMENT = "\uFFFD";
 
+/** Whether `text` can be stored as it is (a string, no NUL, no lone surrogate): the fast check. */
+export function isStorableText(text: unknown): text is string {
+  return typeof text === "string" && !text.includes("\u0000") && text.isWellFormed();
+}
+
 /** Why `text` cannot be stored as it is (the first problem, with its index), or undefined. */
 export function textProblem(text: string): string | undefined {
   const nul = text.indexOf("\u0000");

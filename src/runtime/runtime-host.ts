@@ -42,6 +42,8 @@ export function createEnvelopeHost(options: {
   prices: PriceTable;
   /** The default budget of an agent's runs, or undefined for an agent this runtime does not have. */
   agentBudget(agent: string): Budget | undefined;
+  /** The worker's lease check before a step's call (`EnvelopeHost.holdLease`). */
+  holdLease?: EnvelopeHost["holdLease"] | undefined;
   /** `ctx.secret`: the runtime's secrets provider (see `secretResolver`). */
   secret(name: string): Promise<string>;
 }): EnvelopeHost {
@@ -53,6 +55,8 @@ export function createEnvelopeHost(options: {
     random: () => Math.random(),
     sleep: (ms, signal) => options.clock.sleep(ms, signal),
     breathe,
+    // Without a worker's check (an envelope driven outside one), there is no lease to hold.
+    holdLease: options.holdLease ?? (() => undefined),
     saveSteps: (steps, sync) => backend.saveSteps(steps, { epoch, sync }),
     spawn: async (child) => {
       if (await backend.getRun(child.id)) return;

@@ -147,10 +147,11 @@ export class Runtime {
           logger: this.#logger,
           agent: (name) => this.#agents.get(name),
           agentNames: [...this.#agents.keys()],
-          host: (run) => {
+          host: (run, _envelope, holdLease) => {
             const models = options.models ?? {};
             const names = Object.keys(models);
             return createEnvelopeHost({
+              holdLease,
               run,
               backend: this.backend,
               clock: this.clock,

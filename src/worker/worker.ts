@@ -70,7 +70,8 @@ export interface WorkerDeps {
   agent(name: string): AgentDefinition | undefined;
   /** The agents this worker can run: it claims runs of these only. */
   agentNames: readonly string[];
-  host(run: RunRecord, envelope: () => WorkflowEnvelope): EnvelopeHost;
+  /** The envelope host of a run; `holdLease` is the worker's lease check before a step's call. */
+  host(run: RunRecord, envelope: () => WorkflowEnvelope, holdLease?: EnvelopeHost["holdLease"]): EnvelopeHost;
   /** The versions a run of `agent` runs under now. */
   versions(agent: string): Versions;
   onTransition(transition: TransitionRecord, run: RunRecord): void;
@@ -675,7 +676,7 @@ export class Worker {
 
   /** The envelope host of `active`'s run, with the lease check before each step's call. */
   #host(active: Active, run: RunRecord, envelope: () => WorkflowEnvelope): EnvelopeHost {
-    return { ...this.#deps.host(run, envelope), holdLease: () => this.#holdLease(active) };
+    return this.#deps.host(run, envelope, () => this.#holdLease(active));
   }
 
   /**
