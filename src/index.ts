@@ -3,20 +3,7 @@
  * Storage backends beyond memory are subpath exports (`cairn/sqlite`); the conformance suite
  * for custom backends is in `cairn/testing`.
  */
-export type {
-  AgentDefinition,
-  CompensateMode,
-  EffectStatusAnswer,
-  EffectStatusContext,
-  ToolApproval,
-  ToolDefinition,
-  ToolEffect,
-  ToolMap,
-  ToolOptions,
-  WorkflowFunction,
-  WorkflowInput,
-  WorkflowOutput,
-} from "./agent/agent.ts";
+
 export {
   type AgentDecoratorOptions,
   type AgentLike,
@@ -54,25 +41,36 @@ export type {
 } from "./backend/backend.ts";
 export { InMemoryBackend } from "./backend/memory/memory-backend.ts";
 export { type CairnConfig, defineConfig } from "./cli/config.ts";
+export type {
+  AgentDefinition,
+  CompensateMode,
+  EffectStatusAnswer,
+  EffectStatusContext,
+  ToolApproval,
+  ToolDefinition,
+  ToolEffect,
+  ToolMap,
+  ToolOptions,
+  WorkflowFunction,
+  WorkflowInput,
+  WorkflowOutput,
+} from "./core/agent-definition.ts";
 export type { AgentLoopOptions, AgentLoopResult } from "./core/agent-loop.ts";
 export type { Budget } from "./core/budget.ts";
+export { type Clock, systemClock } from "./core/clock.ts";
 export type {
   ApprovalDecision,
   ApprovalRequest,
   AskOptions,
   BaseContext,
-  ChatMessage,
   ChildHandle,
-  GenerateRequest,
   LlmClient,
-  ModelResponse,
-  ModelTool,
-  ModelToolCall,
   SpawnOptions,
   ToolCallOptions,
   ToolContext,
   WorkflowContext,
 } from "./core/context.ts";
+export type { DomainCallInfo, DomainProvider } from "./core/domain-provider.ts";
 export {
   AgentLoopStuckError,
   AlreadyDecidedError,
@@ -125,6 +123,16 @@ export {
   WaitTimeoutError,
 } from "./core/errors.ts";
 export type { RunEvent, RunEventBody, RunEventsOptions } from "./core/events.ts";
+export { type Logger, silentLogger } from "./core/logger.ts";
+export type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "./core/mcp-tools.ts";
+export type {
+  ChatMessage,
+  GenerateRequest,
+  ModelResponse,
+  ModelTool,
+  ModelToolCall,
+} from "./core/model-messages.ts";
+export type { ModelCallOptions, ModelProvider } from "./core/model-provider.ts";
 export type { Policy, PolicyCall, PolicyDecision } from "./core/policies.ts";
 export { DEFAULT_PRICES, type ModelPrice } from "./core/prices.ts";
 export type {
@@ -162,9 +170,7 @@ export {
 export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { approvalDigest, describeWait } from "./core/wait-steps.ts";
-export type { DomainCallInfo, DomainProvider } from "./domain/domain-provider.ts";
 export { AiSdkModel, type AiSdkModelOptions } from "./llm/ai-sdk-model.ts";
-export type { ModelCallOptions, ModelProvider } from "./llm/model-provider.ts";
 export { anthropic, modelFromEnvironment, openai, type ProviderOptions } from "./llm/providers.ts";
 export {
   ScriptedModel,
@@ -172,13 +178,11 @@ export {
   type ScriptedReply,
   type ScriptedTurn,
 } from "./llm/scripted-model.ts";
-export type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "./mcp/mcp.ts";
 export { McpClients } from "./mcp/mcp-clients.ts";
-export { type Clock, systemClock } from "./runtime/clock.ts";
+export { consoleLogger } from "./runtime/console-logger.ts";
 export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
-export { consoleLogger, type Logger, silentLogger } from "./runtime/logger.ts";
 export {
   buildRunContract,
   type ContractState,

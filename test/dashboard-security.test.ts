@@ -8,7 +8,7 @@ import { fileURLToPath } from "node:url";
 import { type Browser, chromium, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InMemoryBackend } from "../src/backend/memory/memory-backend.ts";
-import { silentLogger } from "../src/runtime/logger.ts";
+import { silentLogger } from "../src/core/logger.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { createServer } from "../src/server/app.ts";
 import { type ListeningServer, serve } from "../src/server/serve.ts";

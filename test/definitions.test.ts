@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import type { AgentDefinition } from "../src/agent/agent.ts";
 import { agent, isAgentLike, toAgentDefinition, tool, workflow } from "../src/agent/decorators.ts";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
+import type { AgentDefinition } from "../src/core/agent-definition.ts";
 import type { ToolContext, WorkflowContext } from "../src/core/context.ts";
 import { InvalidDefinitionError } from "../src/core/errors.ts";
 import { Runtime } from "../src/runtime/runtime.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { EffectStatusAnswer } from "../src/agent/agent.ts";
+import type { EffectStatusAnswer } from "../src/core/agent-definition.ts";
 import type { StepRecord } from "../src/core/records.ts";
 import {
   defineAgent,

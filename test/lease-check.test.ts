@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
 import type { RuntimeBackend } from "../src/backend/backend.ts";
+import type { Logger } from "../src/core/logger.ts";
 import type { StepRecord } from "../src/core/records.ts";
-import type { Logger } from "../src/runtime/logger.ts";
 import { forEachBackend, intercept } from "./helpers/backends.ts";
 import { deferred, until } from "./helpers/runtime-helpers.ts";
 

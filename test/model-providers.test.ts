@@ -1,7 +1,7 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defineAgent } from "../src/agent/define.ts";
-import type { ChatMessage, GenerateRequest, ModelResponse } from "../src/core/context.ts";
 import { ContextOverflowError, ModelRequestError, ModelUnavailableError } from "../src/core/errors.ts";
+import type { ChatMessage, GenerateRequest, ModelResponse } from "../src/core/model-messages.ts";
 import type { AiSdkModel } from "../src/llm/ai-sdk-model.ts";
 import { modelError, retryAfterMs } from "../src/llm/model-errors.ts";
 import { anthropic, modelFromEnvironment, openai } from "../src/llm/providers.ts";

@@ -14,10 +14,10 @@ import {
   ToolFailedError,
   UnknownNameError,
 } from "../src/core/errors.ts";
+import { silentLogger } from "../src/core/logger.ts";
 import type { Json } from "../src/core/records.ts";
 import { ReplayedError } from "../src/core/serialize.ts";
 import { ScriptedModel } from "../src/llm/scripted-model.ts";
-import { silentLogger } from "../src/runtime/logger.ts";
 import { forEachBackend, type Runtimes } from "./helpers/backends.ts";
 import { deferred, forever } from "./helpers/runtime-helpers.ts";
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { silentLogger } from "../src/runtime/logger.ts";
+import { silentLogger } from "../src/core/logger.ts";
 import type { Runtime } from "../src/runtime/runtime.ts";
 import { createServer } from "../src/server/app.ts";
 import { forEachBackend } from "./helpers/backends.ts";

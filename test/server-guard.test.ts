@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryBackend } from "../src/backend/memory/memory-backend.ts";
-import { silentLogger } from "../src/runtime/logger.ts";
+import { silentLogger } from "../src/core/logger.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { createServer, type ServerOptions } from "../src/server/app.ts";
 import { type ListeningServer, serve } from "../src/server/serve.ts";

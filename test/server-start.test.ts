@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it } from "vitest";
 import { InMemoryBackend } from "../src/backend/memory/memory-backend.ts";
+import { silentLogger } from "../src/core/logger.ts";
 import { defineAgent } from "../src/index.ts";
-import { silentLogger } from "../src/runtime/logger.ts";
 import { Runtime } from "../src/runtime/runtime.ts";
 import { createServer } from "../src/server/app.ts";
 import { TOKEN_CONFIGS, TOKENS } from "./helpers/server-fixtures.ts";

@@ -1,7 +1,4 @@
 import type { z } from "zod";
-import type { Budget } from "../core/budget.ts";
-import type { ToolContext, WorkflowContext } from "../core/context.ts";
-import { InvalidDefinitionError } from "../core/errors.ts";
 import type {
   AgentDefinition,
   CompensateMode,
@@ -9,7 +6,10 @@ import type {
   ToolMap,
   ToolOptions,
   WorkflowFunction,
-} from "./agent.ts";
+} from "../core/agent-definition.ts";
+import type { Budget } from "../core/budget.ts";
+import type { ToolContext, WorkflowContext } from "../core/context.ts";
+import { InvalidDefinitionError } from "../core/errors.ts";
 import { assertName, defineTool, makeAgent } from "./define.ts";
 
 /**

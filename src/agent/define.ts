@@ -1,9 +1,4 @@
 import type { z } from "zod";
-import { type Budget, validateBudget } from "../core/budget.ts";
-import type { ToolContext, WorkflowContext } from "../core/context.ts";
-import { InvalidDefinitionError } from "../core/errors.ts";
-import { isInputSchema } from "../core/input-schema.ts";
-import { resolveRetryPolicy } from "../core/retry-policy.ts";
 import type {
   AgentDefinition,
   CompensateMode,
@@ -12,7 +7,12 @@ import type {
   ToolOptions,
   WorkflowFunction,
   WorkflowInputs,
-} from "./agent.ts";
+} from "../core/agent-definition.ts";
+import { type Budget, validateBudget } from "../core/budget.ts";
+import type { ToolContext, WorkflowContext } from "../core/context.ts";
+import { InvalidDefinitionError } from "../core/errors.ts";
+import { isInputSchema } from "../core/input-schema.ts";
+import { resolveRetryPolicy } from "../core/retry-policy.ts";
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
 

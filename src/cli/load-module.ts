@@ -1,8 +1,8 @@
 import { existsSync, statSync } from "node:fs";
 import { relative, resolve } from "node:path";
 import { pathToFileURL } from "node:url";
-import type { AgentDefinition } from "../agent/agent.ts";
 import { isAgentLike, toAgentDefinition } from "../agent/decorators.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
 import { CliError } from "./cli-error.ts";
 import type { CairnConfig } from "./config.ts";
 

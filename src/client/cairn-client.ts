@@ -1,4 +1,4 @@
-import type { CompensateMode } from "../agent/agent.ts";
+import type { CompensateMode } from "../core/agent-definition.ts";
 import type { Budget } from "../core/budget.ts";
 import { RunEndedError } from "../core/errors.ts";
 import type { RunEvent } from "../core/events.ts";

@@ -1,5 +1,4 @@
 import { type ZodType, z } from "zod";
-import type { ChatMessage, GenerateRequest, ModelResponse, ModelTool, ModelToolCall } from "./context.ts";
 import {
   AgentLoopStuckError,
   ApprovalDeniedError,
@@ -8,6 +7,7 @@ import {
   MaxTurnsExceededError,
   ToolFailedError,
 } from "./errors.ts";
+import type { ChatMessage, GenerateRequest, ModelResponse, ModelTool, ModelToolCall } from "./model-messages.ts";
 import type { Json } from "./records.ts";
 
 /**

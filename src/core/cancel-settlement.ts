@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../agent/agent.ts";
+import type { AgentDefinition } from "./agent-definition.ts";
 import { lastAttemptOpen, recordSettlement, type Settlement, settleOpenAttempt, statusQuery } from "./effect-steps.ts";
 import type { SerializedError } from "./errors.ts";
 import { parseInput } from "./input-schema.ts";

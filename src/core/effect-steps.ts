@@ -1,4 +1,4 @@
-import type { EffectStatusAnswer, ToolEffect } from "../agent/agent.ts";
+import type { EffectStatusAnswer, ToolEffect } from "./agent-definition.ts";
 import { EffectNotAppliedError, InvalidDefinitionError } from "./errors.ts";
 import type { EffectRecord, Json, StatusAnswer, StepRecord } from "./records.ts";
 import { toJson } from "./serialize.ts";

@@ -1,8 +1,8 @@
-import type { DomainCallInfo } from "../domain/domain-provider.ts";
-import type { ModelProvider } from "../llm/model-provider.ts";
-import type { McpTools } from "../mcp/mcp.ts";
 import type { Budget } from "./budget.ts";
+import type { DomainCallInfo } from "./domain-provider.ts";
 import type { RunEventBody } from "./events.ts";
+import type { McpTools } from "./mcp-tools.ts";
+import type { ModelProvider } from "./model-provider.ts";
 import type { Policy } from "./policies.ts";
 import type { PriceTable } from "./prices.ts";
 import type { Json, ParentClosePolicy, StepRecord } from "./records.ts";

@@ -1,15 +1,6 @@
-import type { AgentDefinition } from "../agent/agent.ts";
-import type { McpTools } from "../mcp/mcp.ts";
+import type { AgentDefinition } from "./agent-definition.ts";
 import { type AgentLoopOptions, type AgentLoopResult, runAgentLoop } from "./agent-loop.ts";
-import type {
-  ChildHandle,
-  GenerateRequest,
-  LlmClient,
-  ModelResponse,
-  StepIdentity,
-  ToolCallOptions,
-  WorkflowContext,
-} from "./context.ts";
+import type { ChildHandle, LlmClient, StepIdentity, ToolCallOptions, WorkflowContext } from "./context.ts";
 import { digestText } from "./digest.ts";
 import { divergenceError } from "./divergence.ts";
 import { type EffectSpec, effectSpec } from "./effect-steps.ts";
@@ -28,7 +19,9 @@ import { HistoryMeter, historySize, jsonBytes, textBytes } from "./history-meter
 import { parseInput, parseWorkflowInput } from "./input-schema.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import { loopTools } from "./loop-tools.ts";
+import type { McpTools } from "./mcp-tools.ts";
 import { modelAttempt } from "./model-attempt.ts";
+import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
 import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "./records.ts";
 import { redactJson } from "./redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";

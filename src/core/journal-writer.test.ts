@@ -2,9 +2,9 @@ import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../agent/define.ts";
 import type { TransitionRequest } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
-import { silentLogger } from "../runtime/logger.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import { JournalWriter } from "./journal-writer.ts";
+import { silentLogger } from "./logger.ts";
 import type { StepRecord } from "./records.ts";
 
 /**

@@ -1,7 +1,7 @@
-import type { AgentDefinition } from "../agent/agent.ts";
-import type { McpTools } from "../mcp/mcp.ts";
+import type { AgentDefinition } from "./agent-definition.ts";
 import { type AgentLoopOptions, type LoopTool, toolJsonSchema } from "./agent-loop.ts";
 import { UnknownNameError } from "./errors.ts";
+import type { McpTools } from "./mcp-tools.ts";
 import type { Json } from "./records.ts";
 
 /**

@@ -1,5 +1,6 @@
-import type { GenerateRequest, LlmClient, ModelResponse, ToolContext } from "./context.ts";
+import type { LlmClient, ToolContext } from "./context.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
+import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
 import { costOf } from "./prices.ts";
 import type { Json, RunRecord } from "./records.ts";
 import type { StepExecution } from "./step-executor.ts";

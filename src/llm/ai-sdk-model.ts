@@ -10,11 +10,11 @@ import type {
   LanguageModelV3ToolResultPart,
   LanguageModelV3Usage,
 } from "@ai-sdk/provider";
-import type { GenerateRequest, ModelResponse, ModelToolCall } from "../core/context.ts";
 import { ModelRequestError, ModelUnavailableError } from "../core/errors.ts";
+import type { GenerateRequest, ModelResponse, ModelToolCall } from "../core/model-messages.ts";
+import type { ModelCallOptions, ModelProvider } from "../core/model-provider.ts";
 import type { Json } from "../core/records.ts";
 import { describe, modelError } from "./model-errors.ts";
-import type { ModelCallOptions, ModelProvider } from "./model-provider.ts";
 
 /** Options of {@link AiSdkModel}. */
 export interface AiSdkModelOptions {

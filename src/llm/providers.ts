@@ -1,8 +1,8 @@
 import { createAnthropic } from "@ai-sdk/anthropic";
 import { createOpenAI } from "@ai-sdk/openai";
 import { InvalidDefinitionError } from "../core/errors.ts";
+import type { ModelProvider } from "../core/model-provider.ts";
 import { AiSdkModel } from "./ai-sdk-model.ts";
-import type { ModelProvider } from "./model-provider.ts";
 
 /**
  * Options of {@link openai} and {@link anthropic}. The key stays in the provider (sent as a

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import type { GenerateRequest, ModelResponse } from "../core/context.ts";
+import type { GenerateRequest, ModelResponse } from "../core/model-messages.ts";
+import type { ModelCallOptions, ModelProvider } from "../core/model-provider.ts";
 import type { Json } from "../core/records.ts";
-import type { ModelCallOptions, ModelProvider } from "./model-provider.ts";
 
 /** A scripted turn: text, tool calls, or both. */
 export interface ScriptedTurn {

@@ -8,7 +8,7 @@ import {
   ToolListChangedNotificationSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import { McpError, RuntimeClosedError, UnknownNameError } from "../core/errors.ts";
-import type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "./mcp.ts";
+import type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "../core/mcp-tools.ts";
 
 /** Where {@link McpClients} writes its log lines (the runtime's logger). */
 export type McpLog = (

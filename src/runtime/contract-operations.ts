@@ -1,5 +1,5 @@
-import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend } from "../backend/backend.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
 import { InvalidInputError } from "../core/errors.ts";
 import type { Actor, RunRecord, StepRecord } from "../core/records.ts";
 import { buildCostReport, type CostFilter, type CostReport, runsNeedingSteps } from "./cost-report.ts";

@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../agent/agent.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { SerializedError } from "../core/errors.ts";
 import type {
   AcceptanceRecord,

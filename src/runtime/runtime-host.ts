@@ -1,19 +1,19 @@
 import { randomUUID } from "node:crypto";
 import type { RuntimeBackend } from "../backend/backend.ts";
 import { type Budget, capBudget } from "../core/budget.ts";
+import type { Clock } from "../core/clock.ts";
+import type { DomainProvider } from "../core/domain-provider.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import { UnknownNameError } from "../core/errors.ts";
 import type { RunEventBody } from "../core/events.ts";
+import type { Logger } from "../core/logger.ts";
+import type { McpTools } from "../core/mcp-tools.ts";
+import type { ModelProvider } from "../core/model-provider.ts";
 import type { Policy } from "../core/policies.ts";
 import type { PriceTable } from "../core/prices.ts";
 import type { Json, RunRecord, Versions } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
-import type { DomainProvider } from "../domain/domain-provider.ts";
-import type { ModelProvider } from "../llm/model-provider.ts";
-import type { McpTools } from "../mcp/mcp.ts";
 import { breathe } from "./breather.ts";
-import type { Clock } from "./clock.ts";
-import type { Logger } from "./logger.ts";
 
 /** Builds the {@link EnvelopeHost} of one run: storage fenced by the run's epoch, clocks, providers. */
 export function createEnvelopeHost(options: {

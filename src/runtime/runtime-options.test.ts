@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { defineAgent } from "../agent/define.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
 import { InvalidInputError, NotSerializableError } from "../core/errors.ts";
-import { silentLogger } from "./logger.ts";
+import { silentLogger } from "../core/logger.ts";
 import { Runtime } from "./runtime.ts";
 import { RESERVED_META_KEYS, startMeta } from "./runtime-options.ts";
 

@@ -1,20 +1,20 @@
-import type { AgentDefinition, CompensateMode } from "../agent/agent.ts";
 import type { AgentLike } from "../agent/decorators.ts";
 import type { RuntimeBackend } from "../backend/backend.ts";
+import type { AgentDefinition, CompensateMode } from "../core/agent-definition.ts";
 import { type Budget, mergeBudgets, validateBudget } from "../core/budget.ts";
+import type { Clock } from "../core/clock.ts";
+import type { DomainProvider } from "../core/domain-provider.ts";
 import { InvalidInputError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
+import type { McpServerConfig } from "../core/mcp-tools.ts";
+import type { ModelProvider } from "../core/model-provider.ts";
 import type { Policy } from "../core/policies.ts";
 import type { ModelPrice } from "../core/prices.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { toJson } from "../core/serialize.ts";
 import { checkText } from "../core/text.ts";
-import type { DomainProvider } from "../domain/domain-provider.ts";
-import type { ModelProvider } from "../llm/model-provider.ts";
-import type { McpServerConfig } from "../mcp/mcp.ts";
 import type { WorkerOptions } from "../worker/worker.ts";
-import type { Clock } from "./clock.ts";
-import type { Logger } from "./logger.ts";
 import type { SecretProvider } from "./secrets.ts";
 
 /** The options of a {@link Runtime} and of the runs it starts, and the run's stored `meta`. */

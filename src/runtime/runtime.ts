@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
-import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../agent/agent.ts";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
 import type { RunFilter, RuntimeBackend, Wake } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
+import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../core/agent-definition.ts";
+import { type Clock, systemClock } from "../core/clock.ts";
 import {
   IllegalTransitionError,
   InvalidDefinitionError,
@@ -16,6 +17,7 @@ import {
 } from "../core/errors.ts";
 import type { RunEvent, RunEventsOptions } from "../core/events.ts";
 import { parseWorkflowInput } from "../core/input-schema.ts";
+import type { Logger } from "../core/logger.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
@@ -35,7 +37,7 @@ import {
   checkStartOptions,
   checkVerdict,
 } from "./client-checks.ts";
-import { type Clock, systemClock } from "./clock.ts";
+import { consoleLogger } from "./console-logger.ts";
 import {
   type ContractOperationsHost,
   exportRunContract,
@@ -45,7 +47,6 @@ import {
 } from "./contract-operations.ts";
 import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
-import { consoleLogger, type Logger } from "./logger.ts";
 import type { RunContract } from "./run-contract.ts";
 import { RunEventHub } from "./run-events.ts";
 import { RunHandle } from "./run-handle.ts";

@@ -1,7 +1,7 @@
 import { WaitTimeoutError } from "../core/errors.ts";
+import { silentLogger } from "../core/logger.ts";
 import type { RunRecord } from "../core/records.ts";
 import { isTerminal } from "../core/run-state.ts";
-import { silentLogger } from "./logger.ts";
 import { Runtime, type RuntimeOptions } from "./runtime.ts";
 import { VirtualClock } from "./virtual-clock.ts";
 

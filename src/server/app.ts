@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
-import type { AgentDefinition } from "../agent/agent.ts";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
-import { consoleLogger, type Logger } from "../runtime/logger.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
+import type { Logger } from "../core/logger.ts";
+import { consoleLogger } from "../runtime/console-logger.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { registerActionHandlers } from "./action-handlers.ts";
 import {

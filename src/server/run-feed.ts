@@ -1,8 +1,8 @@
 import type { RuntimeBackend } from "../backend/backend.ts";
 import { InvalidInputError } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
 import type { RunRecord, TransitionRecord } from "../core/records.ts";
 import { RUN_STATES, type RunState } from "../core/run-state.ts";
-import type { Logger } from "../runtime/logger.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { type TransitionEventData, transitionEventData } from "./run-stream.ts";
 

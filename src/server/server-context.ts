@@ -1,6 +1,6 @@
 import type { OpenAPIHono } from "@hono/zod-openapi";
-import type { AgentDefinition } from "../agent/agent.ts";
-import type { Logger } from "../runtime/logger.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
+import type { Logger } from "../core/logger.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Principal, ServerEnv } from "./auth.ts";
 import { seesStacks, withoutStacks } from "./error-stacks.ts";

@@ -1,4 +1,4 @@
-import type { AgentDefinition, CompensateMode } from "../agent/agent.ts";
+import type { AgentDefinition, CompensateMode } from "../core/agent-definition.ts";
 import { BUDGET_KEYS, type Budget } from "../core/budget.ts";
 import { UnknownNameError } from "../core/errors.ts";
 import type { Runtime } from "../runtime/runtime.ts";

@@ -1,5 +1,5 @@
-import type { AgentDefinition } from "../agent/agent.ts";
 import type { TransitionRequest } from "../backend/backend.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
 import { settleForCancel, withSteps } from "../core/cancel-settlement.ts";
 import type { InFlightStep } from "../core/envelope.ts";
 import type { SerializedError } from "../core/errors.ts";

@@ -1,5 +1,5 @@
-import type { AgentDefinition, CompensateMode } from "../agent/agent.ts";
 import type { TransitionRequest } from "../backend/backend.ts";
+import type { AgentDefinition, CompensateMode } from "../core/agent-definition.ts";
 import { withSteps } from "../core/cancel-settlement.ts";
 import { type CompensationOutcome, compensationTargets, type WorkflowEnvelope } from "../core/envelope.ts";
 import { CompensationFailedError, type SerializedError } from "../core/errors.ts";

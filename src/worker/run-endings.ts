@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../agent/agent.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { StepIdentity } from "../core/context.ts";
 import type { InFlightStep } from "../core/envelope.ts";
 import { VersionMismatchError } from "../core/errors.ts";

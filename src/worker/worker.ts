@@ -1,7 +1,8 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import type { AgentDefinition } from "../agent/agent.ts";
 import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
+import type { AgentDefinition } from "../core/agent-definition.ts";
 import { usageOfSteps } from "../core/budget.ts";
+import type { Clock } from "../core/clock.ts";
 import { type EnvelopeOutcome, type InFlightStep, WorkflowEnvelope } from "../core/envelope.ts";
 import type { EnvelopeHost } from "../core/envelope-host.ts";
 import {
@@ -12,11 +13,10 @@ import {
   StorageError,
   StorageRejectedError,
 } from "../core/errors.ts";
+import type { Logger } from "../core/logger.ts";
 import type { Actor, RunRecord, StopRequest, TransitionRecord, Versions } from "../core/records.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, isTerminal, OWNED_STATES, type RunState } from "../core/run-state.ts";
 import { serializeError, storableError } from "../core/serialize.ts";
-import type { Clock } from "../runtime/clock.ts";
-import type { Logger } from "../runtime/logger.ts";
 import { endCancelled } from "./cancel-ending.ts";
 import { type CompensationDeps, compensateMode, compensateRun } from "./compensation.ts";
 import { versionMismatch } from "./run-endings.ts";

@@ -9,7 +9,7 @@ import type { RuntimeBackend } from "../../src/backend/backend.ts";
 import { InMemoryBackend } from "../../src/backend/memory/memory-backend.ts";
 import { PostgresBackend } from "../../src/backend/postgres/postgres-backend.ts";
 import { SqliteBackend } from "../../src/backend/sqlite/sqlite-backend.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
+import { silentLogger } from "../../src/core/logger.ts";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import { TestRuntime, type TestRuntimeOptions } from "../../src/runtime/test-runtime.ts";
 import type { WorkerOptions } from "../../src/worker/worker.ts";

@@ -1,8 +1,8 @@
 import type { AgentLike } from "../../src/agent/decorators.ts";
 import type { RuntimeBackend } from "../../src/backend/backend.ts";
 import { InMemoryBackend } from "../../src/backend/memory/memory-backend.ts";
+import { silentLogger } from "../../src/core/logger.ts";
 import type { RunRecord } from "../../src/core/records.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 
 /** A promise with its resolve exposed. */

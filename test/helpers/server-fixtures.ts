@@ -1,9 +1,9 @@
 import { afterEach } from "vitest";
 import { z } from "zod";
 import { InMemoryBackend } from "../../src/backend/memory/memory-backend.ts";
+import { silentLogger } from "../../src/core/logger.ts";
 import type { RunRecord } from "../../src/core/records.ts";
 import { defineAgent, defineTool } from "../../src/index.ts";
-import { silentLogger } from "../../src/runtime/logger.ts";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import { type CairnServer, createServer, type ServerOptions } from "../../src/server/app.ts";
 import type { TokenConfig } from "../../src/server/auth.ts";

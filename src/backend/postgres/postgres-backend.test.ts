@@ -7,8 +7,8 @@ import { hookQueries, startTestDatabase, type TestDatabase, withDatabase } from 
 import { until } from "../../../test/helpers/runtime-helpers.ts";
 import { defineAgent, defineTool } from "../../agent/define.ts";
 import { InvalidDefinitionError, InvalidInputError, LeaseLostError, StorageError } from "../../core/errors.ts";
+import { silentLogger } from "../../core/logger.ts";
 import type { RunRecord, StepRecord, WaitRecord } from "../../core/records.ts";
-import { silentLogger } from "../../runtime/logger.ts";
 import { Runtime } from "../../runtime/runtime.ts";
 import { runBackendConformance } from "../conformance/backend-conformance.ts";
 import {

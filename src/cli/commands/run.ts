@@ -1,4 +1,4 @@
-import type { AgentDefinition } from "../../agent/agent.ts";
+import type { AgentDefinition } from "../../core/agent-definition.ts";
 import { InvalidInputError } from "../../core/errors.ts";
 import type { Json, TransitionRecord } from "../../core/records.ts";
 import type { Runtime } from "../../runtime/runtime.ts";

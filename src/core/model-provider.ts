@@ -1,4 +1,4 @@
-import type { GenerateRequest, ModelResponse } from "../core/context.ts";
+import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
 
 /** What the runtime hands a provider with each attempt of a model call. */
 export interface ModelCallOptions {

@@ -1,7 +1,7 @@
 import type { z } from "zod";
-import type { Budget } from "../core/budget.ts";
-import type { ToolContext, ToolSignature, ToolSignatures, WorkflowContext } from "../core/context.ts";
-import type { RetryPolicy } from "../core/retry-policy.ts";
+import type { Budget } from "./budget.ts";
+import type { ToolContext, ToolSignature, ToolSignatures, WorkflowContext } from "./context.ts";
+import type { RetryPolicy } from "./retry-policy.ts";
 
 /**
  * Agent, tool and workflow definitions: what `defineAgent`, `defineTool` and the decorators
