@@ -1,11 +1,11 @@
 import { describe, expect, it } from "vitest";
-import { defineAgent, defineTool } from "../agent/define.ts";
-import type { TransitionRequest } from "../backend/backend.ts";
-import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
-import { Runtime } from "../runtime/runtime.ts";
+import { defineAgent, defineTool } from "../../agent/define.ts";
+import type { TransitionRequest } from "../../backend/backend.ts";
+import { InMemoryBackend } from "../../backend/memory/memory-backend.ts";
+import { Runtime } from "../../runtime/runtime.ts";
+import { silentLogger } from "../logger.ts";
+import type { StepRecord } from "../records.ts";
 import { JournalWriter } from "./journal-writer.ts";
-import { silentLogger } from "./logger.ts";
-import type { StepRecord } from "./records.ts";
 
 /**
  * A backend that records every saveSteps call (which steps, in which state, synchronous or not)

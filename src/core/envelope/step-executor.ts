@@ -1,4 +1,3 @@
-import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import {
   type EffectSpec,
   lastAttemptOpen,
@@ -6,15 +5,16 @@ import {
   type Settlement,
   saysNotApplied,
   settleOpenAttempt,
-} from "./effect-steps.ts";
+} from "../effect-steps.ts";
+import { ToolFailedError } from "../errors.ts";
+import { type HistoryMeter, jsonBytes, textBytes } from "../history-meter.ts";
+import type { AttemptRecord, Json, StepRecord, Usage } from "../records.ts";
+import { holdsKnownSecret, redactKnownJson } from "../redact.ts";
+import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "../retry-policy.ts";
+import { deserializeError, jsonSnapshot, serializeError, toJson } from "../serialize.ts";
+import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
-import { ToolFailedError } from "./errors.ts";
-import { type HistoryMeter, jsonBytes, textBytes } from "./history-meter.ts";
 import type { JournalWriter } from "./journal-writer.ts";
-import type { AttemptRecord, Json, StepRecord, Usage } from "./records.ts";
-import { holdsKnownSecret, redactKnownJson } from "./redact.ts";
-import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "./retry-policy.ts";
-import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 
 /** What one attempt sees of its step. */
 export interface StepExecution {

@@ -1,7 +1,7 @@
-import type { RunEventBody } from "./events.ts";
-import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
-import type { ModelProvider } from "./model-provider.ts";
-import { redactText } from "./redact.ts";
+import type { RunEventBody } from "../events.ts";
+import type { GenerateRequest, ModelResponse } from "../model-messages.ts";
+import type { ModelProvider } from "../model-provider.ts";
+import { redactText } from "../redact.ts";
 import type { StepExecution } from "./step-executor.ts";
 
 /**

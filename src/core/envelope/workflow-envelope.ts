@@ -1,10 +1,8 @@
-import type { AgentDefinition } from "./agent-definition.ts";
-import { type AgentLoopOptions, type AgentLoopResult, runAgentLoop } from "./agent-loop.ts";
-import type { ChildHandle, LlmClient, StepIdentity, ToolCallOptions, WorkflowContext } from "./context.ts";
-import { digestText } from "./digest.ts";
-import { divergenceError } from "./divergence.ts";
-import { type EffectSpec, effectSpec } from "./effect-steps.ts";
-import type { EnvelopeHost } from "./envelope-host.ts";
+import type { AgentDefinition } from "../agent-definition.ts";
+import { type AgentLoopOptions, type AgentLoopResult, runAgentLoop } from "../agent-loop.ts";
+import type { ChildHandle, LlmClient, StepIdentity, ToolCallOptions, WorkflowContext } from "../context.ts";
+import { digestText } from "../digest.ts";
+import { type EffectSpec, effectSpec } from "../effect-steps.ts";
 import {
   type CairnError,
   EffectUnresolvedError,
@@ -13,21 +11,23 @@ import {
   type SerializedError,
   StepLimitError,
   UnknownNameError,
-} from "./errors.ts";
+} from "../errors.ts";
+import { HistoryMeter, historySize, jsonBytes, textBytes } from "../history-meter.ts";
+import { parseInput, parseWorkflowInput } from "../input-schema.ts";
+import type { McpTools } from "../mcp-tools.ts";
+import type { GenerateRequest, ModelResponse } from "../model-messages.ts";
+import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "../records.ts";
+import { redactJson } from "../redact.ts";
+import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.ts";
+import { deserializeError, jsonSnapshot, serializeError, toJson } from "../serialize.ts";
+import { checkText, isStorableText } from "../text.ts";
+import { divergenceError } from "./divergence.ts";
+import type { EnvelopeHost } from "./envelope-host.ts";
 import { Governor } from "./governor.ts";
-import { HistoryMeter, historySize, jsonBytes, textBytes } from "./history-meter.ts";
-import { parseInput, parseWorkflowInput } from "./input-schema.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import { loopTools } from "./loop-tools.ts";
-import type { McpTools } from "./mcp-tools.ts";
 import { modelAttempt } from "./model-attempt.ts";
-import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
-import type { Json, RunRecord, RunUsage, StepKind, StepRecord, WaitRecord } from "./records.ts";
-import { redactJson } from "./redact.ts";
-import { type RetryPolicy, resolveRetryPolicy } from "./retry-policy.ts";
-import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
-import { checkText, isStorableText } from "./text.ts";
 import { ToolAttemptContext } from "./tool-context.ts";
 import { type PauseOutcome, settleChild, type WaitSpec, WaitSteps } from "./wait-steps.ts";
 
