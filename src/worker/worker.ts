@@ -4,7 +4,8 @@ import type { AgentDefinition } from "../core/agent-definition.ts";
 import { usageOfSteps } from "../core/budget.ts";
 import type { Clock } from "../core/clock.ts";
 import type { EnvelopeHost } from "../core/envelope/envelope-host.ts";
-import { type EnvelopeOutcome, type InFlightStep, WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
+import type { EnvelopeOutcome, InFlightStep } from "../core/envelope/envelope-outcome.ts";
+import { WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
 import {
   CancelledError,
   LeaseLostError,

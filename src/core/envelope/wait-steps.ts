@@ -17,6 +17,7 @@ import { storableText } from "../text.ts";
 import { describeWait } from "../wait-description.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
+import type { BegunStep } from "./replay-cursor.ts";
 
 /**
  * The wait steps of a workflow (`ctx.waitForSignal`, `askUser`, `sleep`, `requestApproval`,
@@ -104,7 +105,7 @@ export class WaitSteps {
    */
   run<T>(
     spec: WaitSpec<T>,
-    begun: { seq: number; recorded: StepRecord | undefined },
+    begun: BegunStep,
     writer: JournalWriter,
     newStep: (seq: number, at: number) => StepRecord,
   ): Promise<T> {
