@@ -1,10 +1,10 @@
-import { digestText } from "../digest.ts";
 import type { EffectSpec } from "../effect-steps.ts";
 import { textBytes } from "../history-meter.ts";
 import type { Json, StepKind, StepRecord, WaitRecord } from "../records.ts";
 import { redactJson } from "../redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.ts";
 import { deserializeError, jsonSnapshot } from "../serialize.ts";
+import { digestText } from "./args-digest.ts";
 import type { EnvelopeState } from "./envelope-state.ts";
 import type { BegunStep } from "./replay-cursor.ts";
 import { executeStep, type StepExecution } from "./step-executor.ts";
