@@ -7,7 +7,8 @@ import { deserializeError, jsonSnapshot } from "../serialize.ts";
 import { digestText } from "./args-digest.ts";
 import type { EnvelopeState } from "./envelope-state.ts";
 import type { BegunStep } from "./replay-cursor.ts";
-import { executeStep, type StepExecution } from "./step-executor.ts";
+import type { StepExecution } from "./step-attempt.ts";
+import { executeStep } from "./step-executor.ts";
 
 /** What a journaled step runs, and under which limits. */
 export interface StepSpec<R> {

@@ -17,8 +17,6 @@ import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import { Attempt, type StepExecution } from "./step-attempt.ts";
 
-export type { StepExecution } from "./step-attempt.ts";
-
 /** What {@link executeStep} runs, and how. */
 export interface ExecuteStepOptions<R> {
   step: StepRecord;
