@@ -56,6 +56,7 @@ export type {
   WorkflowOutput,
 } from "./core/agent-definition.ts";
 export type { AgentLoopOptions, AgentLoopResult } from "./core/agent-loop.ts";
+export { approvalDigest } from "./core/approval-digest.ts";
 export type { Budget } from "./core/budget.ts";
 export { type Clock, systemClock } from "./core/clock.ts";
 export type {
@@ -169,7 +170,7 @@ export {
 } from "./core/run-state.ts";
 export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
-export { approvalDigest, describeWait } from "./core/wait-steps.ts";
+export { describeWait } from "./core/wait-description.ts";
 export { AiSdkModel, type AiSdkModelOptions } from "./llm/ai-sdk-model.ts";
 export { anthropic, modelFromEnvironment, openai, type ProviderOptions } from "./llm/providers.ts";
 export {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { approvalDigest } from "../src/core/wait-steps.ts";
+import { approvalDigest } from "../src/core/approval-digest.ts";
 import { defineAgent, defineTool } from "../src/index.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 import { untilState } from "./helpers/runtime-helpers.ts";

@@ -17,7 +17,7 @@ import type {
   WaitResolution,
 } from "../core/records.ts";
 import { isTerminal } from "../core/run-state.ts";
-import { describeWait } from "../core/wait-steps.ts";
+import { describeWait } from "../core/wait-description.ts";
 import type {
   CreateRunInput,
   ResolveWaitRequest,

@@ -7,6 +7,7 @@ import {
   MaxTurnsExceededError,
   ToolFailedError,
 } from "./errors.ts";
+import { LongOutputs } from "./long-outputs.ts";
 import type { ChatMessage, GenerateRequest, ModelResponse, ModelTool, ModelToolCall } from "./model-messages.ts";
 import type { Json } from "./records.ts";
 
@@ -87,25 +88,11 @@ const SUMMARY_SYSTEM =
 
 /** Runs the loop to the model's final answer. */
 export async function runAgentLoop(host: AgentLoopHost, options: AgentLoopOptions): Promise<AgentLoopResult> {
-  const maxTurns = positive(options.maxTurns, 10, "maxTurns");
-  const maxRepeated = positive(options.maxRepeatedFailures, 3, "maxRepeatedFailures");
-  const maxChars = positive(options.maxToolOutputChars, 8000, "maxToolOutputChars");
-  const compaction =
-    options.compaction === false
-      ? undefined
-      : {
-          thresholdTokens: positive(options.compaction?.thresholdTokens, 100_000, "compaction.thresholdTokens"),
-          keepMessages: positive(options.compaction?.keepMessages, 6, "compaction.keepMessages"),
-          model: options.compaction?.model ?? options.model,
-        };
-  const messages: ChatMessage[] = [...(options.messages ?? [])];
-  if (options.prompt !== undefined) messages.push({ role: "user", content: options.prompt });
-  if (messages.length === 0) {
-    throw new InvalidInputError("ctx.agentLoop needs a prompt or messages: pass { prompt: 'the task' }");
-  }
+  const { maxTurns, maxRepeated, maxChars, compaction } = loopLimits(options);
+  const messages = firstMessages(options);
   const tools = await host.tools(options);
   const byName = new Map(tools.map((t) => [t.name, t]));
-  const outputs = new Outputs(maxChars, byName.has(READ_OUTPUT) ? `cairn_${READ_OUTPUT}` : READ_OUTPUT);
+  const outputs = new LongOutputs(maxChars, byName.has(READ_OUTPUT) ? `cairn_${READ_OUTPUT}` : READ_OUTPUT);
   const failures = new Map<string, number>();
   const usage = { inputTokens: 0, outputTokens: 0 };
   let turns = 0;
@@ -170,36 +157,77 @@ export async function runAgentLoop(host: AgentLoopHost, options: AgentLoopOption
     toolCalls += calls.length;
     // Calls start in the model's order (their steps are numbered so) and run side by side.
     const results = await Promise.all(calls.map((call) => callTool(call, byName, outputs)));
-    for (const [i, call] of calls.entries()) {
-      const result = results[i] as { content: string; isError: boolean };
-      messages.push({
-        role: "tool",
-        toolCallId: call.id,
-        name: call.name,
-        content: result.content,
-        isError: result.isError,
-      });
-      if (!result.isError) continue;
-      const key = `${call.name} ${JSON.stringify(call.args)}`;
-      const count = (failures.get(key) ?? 0) + 1;
-      failures.set(key, count);
-      if (count >= maxRepeated) {
-        throw new AgentLoopStuckError(
-          `the model called ${call.name} with the same arguments ${count} times and it failed each time (last: ${clip(result.content, 300)}); fix the tool or the prompt, or raise maxRepeatedFailures`,
-        );
-      }
-    }
+    addToolResults(messages, calls, results, failures, maxRepeated);
   }
   throw new MaxTurnsExceededError(
     `the agent loop made ${maxTurns} model calls without a final answer (maxTurns ${maxTurns}); raise maxTurns or narrow the task`,
   );
 }
 
+/** The loop's limits from its options (each checked), and its compaction settings unless turned off. */
+function loopLimits(options: AgentLoopOptions) {
+  return {
+    maxTurns: positive(options.maxTurns, 10, "maxTurns"),
+    maxRepeated: positive(options.maxRepeatedFailures, 3, "maxRepeatedFailures"),
+    maxChars: positive(options.maxToolOutputChars, 8000, "maxToolOutputChars"),
+    compaction:
+      options.compaction === false
+        ? undefined
+        : {
+            thresholdTokens: positive(options.compaction?.thresholdTokens, 100_000, "compaction.thresholdTokens"),
+            keepMessages: positive(options.compaction?.keepMessages, 6, "compaction.keepMessages"),
+            model: options.compaction?.model ?? options.model,
+          },
+  };
+}
+
+/** The conversation the loop starts from: `messages`, then `prompt`; refused when empty. */
+function firstMessages(options: AgentLoopOptions): ChatMessage[] {
+  const messages: ChatMessage[] = [...(options.messages ?? [])];
+  if (options.prompt !== undefined) messages.push({ role: "user", content: options.prompt });
+  if (messages.length === 0) {
+    throw new InvalidInputError("ctx.agentLoop needs a prompt or messages: pass { prompt: 'the task' }");
+  }
+  return messages;
+}
+
+/**
+ * Adds the tool calls' results to the conversation, in the model's order; the same call failing
+ * `maxRepeated` times stops the loop with `AgentLoopStuckError`.
+ */
+function addToolResults(
+  messages: ChatMessage[],
+  calls: readonly ModelToolCall[],
+  results: readonly { content: string; isError: boolean }[],
+  failures: Map<string, number>,
+  maxRepeated: number,
+): void {
+  for (const [i, call] of calls.entries()) {
+    const result = results[i] as { content: string; isError: boolean };
+    messages.push({
+      role: "tool",
+      toolCallId: call.id,
+      name: call.name,
+      content: result.content,
+      isError: result.isError,
+    });
+    if (!result.isError) continue;
+    const key = `${call.name} ${JSON.stringify(call.args)}`;
+    const count = (failures.get(key) ?? 0) + 1;
+    failures.set(key, count);
+    if (count >= maxRepeated) {
+      throw new AgentLoopStuckError(
+        `the model called ${call.name} with the same arguments ${count} times and it failed each time (last: ${clip(result.content, 300)}); fix the tool or the prompt, or raise maxRepeatedFailures`,
+      );
+    }
+  }
+}
+
 /** One tool call: refused ones and tool failures go back to the model as errors; governance and stops end the loop. */
 async function callTool(
   call: ModelToolCall,
   tools: Map<string, LoopTool>,
-  outputs: Outputs,
+  outputs: LongOutputs,
 ): Promise<{ content: string; isError: boolean }> {
   if (call.name === outputs.name && outputs.size > 0) return outputs.read(call.args);
   const tool = tools.get(call.name);
@@ -237,72 +265,6 @@ async function callTool(
 function toolError(error: ToolFailedError): string {
   const cause = error.cause as { message?: unknown } | undefined;
   return typeof cause?.message === "string" ? cause.message : error.message;
-}
-
-/** Tool outputs too long for the conversation, and the built-in tool that pages through them. */
-class Outputs {
-  readonly #stored: string[] = [];
-  readonly #max: number;
-  readonly name: string;
-
-  constructor(max: number, name: string) {
-    this.#max = max;
-    this.name = name;
-  }
-
-  get size(): number {
-    return this.#stored.length;
-  }
-
-  /** The output as the model sees it: whole, or head, tail and a reference. */
-  fit(value: unknown): string {
-    const text = typeof value === "string" ? value : (JSON.stringify(value) ?? "null");
-    if (text.length <= this.#max) return text;
-    this.#stored.push(text);
-    const ref = `out-${this.#stored.length}`;
-    const head = text.slice(0, Math.floor(this.#max * 0.6));
-    const tail = text.slice(text.length - Math.floor(this.#max * 0.2));
-    return `${head}\n[… ${text.length - head.length - tail.length} of ${text.length} characters not shown; read them with ${this.name}({ "ref": "${ref}", "offset": ${head.length} }) …]\n${tail}`;
-  }
-
-  tool(): ModelTool {
-    return {
-      name: this.name,
-      description:
-        "Reads part of a tool output that was too long to show whole. Pass the ref it gave, the character offset to start at, and how many characters to read.",
-      inputSchema: {
-        type: "object",
-        properties: {
-          ref: { type: "string", description: 'The reference, e.g. "out-1".' },
-          offset: { type: "integer", minimum: 0, description: "Character offset to start at." },
-          length: { type: "integer", minimum: 1, description: `Characters to read (at most ${this.#max}).` },
-        },
-        required: ["ref"],
-        additionalProperties: false,
-      },
-    };
-  }
-
-  read(args: Json): { content: string; isError: boolean } {
-    const a = (args ?? {}) as { ref?: unknown; offset?: unknown; length?: unknown };
-    const index = typeof a.ref === "string" ? Number(/^out-(\d+)$/.exec(a.ref)?.[1]) - 1 : Number.NaN;
-    const text = this.#stored[index];
-    if (text === undefined) {
-      const refs = this.#stored.map((_, i) => `out-${i + 1}`).join(", ");
-      return { content: `Error: no output "${String(a.ref)}" (there are: ${refs}).`, isError: true };
-    }
-    const offset = typeof a.offset === "number" && a.offset >= 0 ? Math.floor(a.offset) : 0;
-    const length = Math.min(
-      this.#max,
-      typeof a.length === "number" && a.length >= 1 ? Math.floor(a.length) : this.#max,
-    );
-    const part = text.slice(offset, offset + length);
-    const end = offset + part.length;
-    return {
-      content: `${a.ref} characters ${offset}–${end} of ${text.length}${end < text.length ? ` (continue at offset ${end})` : " (the end)"}:\n${part}`,
-      isError: false,
-    };
-  }
 }
 
 /**

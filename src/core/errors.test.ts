@@ -1,11 +1,11 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { CairnError, ContextOverflowError, ModelRequestError, ToolFailedError } from "./errors.ts";
 
 describe("instanceof across copies of Cairn", () => {
   it("holds for an error made by another copy of the module, by the class's marker", async () => {
-    // A second instance of the module, as two versions of Cairn in one node_modules would load.
-    // @ts-expect-error: TypeScript resolves no query string; the module loader makes a second instance.
-    const other = (await import("./errors.ts?copy")) as typeof import("./errors.ts");
+    // A second instance of the modules, as two versions of Cairn in one node_modules would load.
+    vi.resetModules();
+    const other = await import("./errors.ts");
     expect(other.ContextOverflowError).not.toBe(ContextOverflowError);
     const foreign = new other.ContextOverflowError("too long", { provider: "p", status: 400 });
     expect(Object.getPrototypeOf(foreign)).not.toBe(ContextOverflowError.prototype);

@@ -3,7 +3,7 @@ import type { RuntimeBackend } from "../backend/backend.ts";
 import { type Budget, capBudget } from "../core/budget.ts";
 import type { Clock } from "../core/clock.ts";
 import type { DomainProvider } from "../core/domain-provider.ts";
-import type { EnvelopeHost } from "../core/envelope-host.ts";
+import type { EnvelopeHost } from "../core/envelope/envelope-host.ts";
 import { UnknownNameError } from "../core/errors.ts";
 import type { RunEventBody } from "../core/events.ts";
 import type { Logger } from "../core/logger.ts";

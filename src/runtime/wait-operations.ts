@@ -11,7 +11,7 @@ import {
 import type { Actor, Json, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
 import { isTerminal } from "../core/run-state.ts";
 import { toJson } from "../core/serialize.ts";
-import { describeWait } from "../core/wait-steps.ts";
+import { describeWait } from "../core/wait-description.ts";
 
 /**
  * The client operations on waits — signal, answer, approve, deny — and on stops — cancel —

@@ -1,7 +1,7 @@
 import type { TransitionRequest } from "../backend/backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import { settleForCancel, withSteps } from "../core/cancel-settlement.ts";
-import type { InFlightStep } from "../core/envelope.ts";
+import type { InFlightStep } from "../core/envelope/envelope-outcome.ts";
 import type { SerializedError } from "../core/errors.ts";
 import type { PendingCancel } from "../core/pending-cancel.ts";
 import type { Actor, RunRecord, StepRecord, StopRequest } from "../core/records.ts";

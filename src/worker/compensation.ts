@@ -1,7 +1,9 @@
 import type { TransitionRequest } from "../backend/backend.ts";
 import type { AgentDefinition, CompensateMode } from "../core/agent-definition.ts";
 import { withSteps } from "../core/cancel-settlement.ts";
-import { type CompensationOutcome, compensationTargets, type WorkflowEnvelope } from "../core/envelope.ts";
+import { compensationTargets } from "../core/envelope/compensation.ts";
+import type { CompensationOutcome } from "../core/envelope/envelope-outcome.ts";
+import type { WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
 import { CompensationFailedError, type SerializedError } from "../core/errors.ts";
 import type { Actor, RunRecord, StepRecord } from "../core/records.ts";
 import { serializeError } from "../core/serialize.ts";

@@ -1,6 +1,6 @@
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { StepIdentity } from "../core/context.ts";
-import type { InFlightStep } from "../core/envelope.ts";
+import type { InFlightStep } from "../core/envelope/envelope-outcome.ts";
 import { VersionMismatchError } from "../core/errors.ts";
 import { pendingCancel } from "../core/pending-cancel.ts";
 import type { Json, RunRecord, StepRecord } from "../core/records.ts";

@@ -3,8 +3,9 @@ import type { RuntimeBackend, TransitionRequest } from "../backend/backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import { usageOfSteps } from "../core/budget.ts";
 import type { Clock } from "../core/clock.ts";
-import { type EnvelopeOutcome, type InFlightStep, WorkflowEnvelope } from "../core/envelope.ts";
-import type { EnvelopeHost } from "../core/envelope-host.ts";
+import type { EnvelopeHost } from "../core/envelope/envelope-host.ts";
+import type { EnvelopeOutcome, InFlightStep } from "../core/envelope/envelope-outcome.ts";
+import { WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
 import {
   CancelledError,
   LeaseLostError,

@@ -1,9 +1,9 @@
-import type { LlmClient, ToolContext } from "./context.ts";
+import type { LlmClient, ToolContext } from "../context.ts";
+import type { GenerateRequest, ModelResponse } from "../model-messages.ts";
+import { costOf } from "../prices.ts";
+import type { Json, RunRecord } from "../records.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
-import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
-import { costOf } from "./prices.ts";
-import type { Json, RunRecord } from "./records.ts";
-import type { StepExecution } from "./step-executor.ts";
+import type { StepExecution } from "./step-attempt.ts";
 
 /**
  * The `ctx` of one tool attempt. A class, so the hot path of a step allocates one object and

@@ -1,8 +1,8 @@
-import type { AgentDefinition } from "./agent-definition.ts";
-import { type AgentLoopOptions, type LoopTool, toolJsonSchema } from "./agent-loop.ts";
-import { UnknownNameError } from "./errors.ts";
-import type { McpTools } from "./mcp-tools.ts";
-import type { Json } from "./records.ts";
+import type { AgentDefinition } from "../../agent-definition.ts";
+import { type AgentLoopOptions, type LoopTool, toolJsonSchema } from "../../agent-loop.ts";
+import { UnknownNameError } from "../../errors.ts";
+import type { McpTools } from "../../mcp-tools.ts";
+import type { Json } from "../../records.ts";
 
 /**
  * The tools an agent loop offers: the agent's own (`options.tools`, else all of them) and those of

@@ -1,8 +1,8 @@
-import type { RunEventBody } from "./events.ts";
-import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
-import type { ModelProvider } from "./model-provider.ts";
-import { redactText } from "./redact.ts";
-import type { StepExecution } from "./step-executor.ts";
+import type { RunEventBody } from "../../events.ts";
+import type { GenerateRequest, ModelResponse } from "../../model-messages.ts";
+import type { ModelProvider } from "../../model-provider.ts";
+import { redactText } from "../../redact.ts";
+import type { StepExecution } from "../step-attempt.ts";
 
 /**
  * One attempt of a model call (an `llm` step): the provider's text goes to the run's live events

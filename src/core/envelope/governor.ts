@@ -1,8 +1,8 @@
-import { type Budget, BudgetMeter, usageOfSteps, validateBudget } from "./budget.ts";
-import type { BudgetExceededError, PolicyDeniedError } from "./errors.ts";
-import { evaluatePolicies, type Policy, type PolicyCall, policyDeniedError } from "./policies.ts";
-import { costOf, maxCostOf, type PriceTable } from "./prices.ts";
-import type { Json, RunRecord, RunUsage, StepKind, StepRecord } from "./records.ts";
+import { type Budget, BudgetMeter, usageOfSteps, validateBudget } from "../budget.ts";
+import type { BudgetExceededError, PolicyDeniedError } from "../errors.ts";
+import { evaluatePolicies, type Policy, type PolicyCall, policyDeniedError } from "../policies.ts";
+import { costOf, maxCostOf, type PriceTable } from "../prices.ts";
+import type { Json, RunRecord, RunUsage, StepKind, StepRecord } from "../records.ts";
 
 /**
  * Governance of one run's execution (DESIGN §6): the policies asked before every tool, model,

@@ -1,7 +1,6 @@
-import { createHash } from "node:crypto";
 import { type ZodType, z } from "zod";
-import type { ApprovalDecision, ApprovalRequest, AskOptions } from "./context.ts";
-import type { EnvelopeHost } from "./envelope-host.ts";
+import { approvalDigest } from "../approval-digest.ts";
+import type { ApprovalDecision, ApprovalRequest, AskOptions } from "../context.ts";
 import {
   ApprovalDeniedError,
   ApprovalExpiredError,
@@ -9,13 +8,16 @@ import {
   RunEndedError,
   type SerializedError,
   WaitTimeoutError,
-} from "./errors.ts";
-import { type HistoryMeter, jsonBytes } from "./history-meter.ts";
+} from "../errors.ts";
+import { type HistoryMeter, jsonBytes } from "../history-meter.ts";
+import type { Json, RunRecord, StepRecord, WaitKind, WaitRecord, WaitResolution } from "../records.ts";
+import type { PausedReason } from "../run-state.ts";
+import { toJson } from "../serialize.ts";
+import { storableText } from "../text.ts";
+import { describeWait } from "../wait-description.ts";
+import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
-import type { Json, RunRecord, StepRecord, WaitKind, WaitRecord, WaitResolution } from "./records.ts";
-import type { PausedReason } from "./run-state.ts";
-import { toJson } from "./serialize.ts";
-import { storableText } from "./text.ts";
+import type { BegunStep } from "./replay-cursor.ts";
 
 /**
  * The wait steps of a workflow (`ctx.waitForSignal`, `askUser`, `sleep`, `requestApproval`,
@@ -61,27 +63,6 @@ const REASONS: ReadonlyArray<[WaitKind, PausedReason]> = [
   ["retry", "awaiting_retry"],
 ];
 
-/** The digest an approver presents: sha-256 of the payload's JSON text. */
-export function approvalDigest(payload: Json): string {
-  return `sha256:${createHash("sha256").update(JSON.stringify(payload)).digest("hex")}`;
-}
-
-/** A short description of a wait for transition reasons and listings: `signal "approved" (w3)`. */
-export function describeWait(wait: Pick<WaitRecord, "kind" | "name" | "id">): string {
-  switch (wait.kind) {
-    case "user":
-      return `question ${JSON.stringify(wait.name)} (${wait.id})`;
-    case "retry":
-      return `retry of "${wait.name}" (${wait.id})`;
-    case "timer":
-      return `timer (${wait.id})`;
-    case "child":
-      return `child run ${wait.name} (${wait.id})`;
-    default:
-      return `${wait.kind} "${wait.name}" (${wait.id})`;
-  }
-}
-
 /** The waits of one execution of a run (one per envelope). */
 export class WaitSteps {
   readonly #run: RunRecord;
@@ -124,7 +105,7 @@ export class WaitSteps {
    */
   run<T>(
     spec: WaitSpec<T>,
-    begun: { seq: number; recorded: StepRecord | undefined },
+    begun: BegunStep,
     writer: JournalWriter,
     newStep: (seq: number, at: number) => StepRecord,
   ): Promise<T> {

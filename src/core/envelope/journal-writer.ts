@@ -1,4 +1,4 @@
-import type { StepRecord } from "./records.ts";
+import type { StepRecord } from "../records.ts";
 
 /**
  * Group commit of one run's step records. A step's function never runs before its start

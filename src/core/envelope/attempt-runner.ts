@@ -1,4 +1,4 @@
-import { HeartbeatTimeoutError, StepTimeoutError } from "./errors.ts";
+import { HeartbeatTimeoutError, StepTimeoutError } from "../errors.ts";
 
 /** Limits of one attempt. */
 export interface AttemptLimits {

@@ -1,4 +1,3 @@
-import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import {
   type EffectSpec,
   lastAttemptOpen,
@@ -6,93 +5,20 @@ import {
   type Settlement,
   saysNotApplied,
   settleOpenAttempt,
-} from "./effect-steps.ts";
+} from "../effect-steps.ts";
+import { ToolFailedError } from "../errors.ts";
+import { type HistoryMeter, jsonBytes, textBytes } from "../history-meter.ts";
+import type { AttemptRecord, Json, StepRecord } from "../records.ts";
+import { holdsKnownSecret, redactKnownJson } from "../redact.ts";
+import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "../retry-policy.ts";
+import { deserializeError, jsonSnapshot, serializeError } from "../serialize.ts";
+import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
-import { ToolFailedError } from "./errors.ts";
-import { type HistoryMeter, jsonBytes, textBytes } from "./history-meter.ts";
 import type { JournalWriter } from "./journal-writer.ts";
-import type { AttemptRecord, Json, StepRecord, Usage } from "./records.ts";
-import { holdsKnownSecret, redactKnownJson } from "./redact.ts";
-import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "./retry-policy.ts";
-import { deserializeError, jsonSnapshot, serializeError, toJson } from "./serialize.ts";
+import { Attempt, type StepExecution } from "./step-attempt.ts";
 
-/** What one attempt sees of its step. */
-export interface StepExecution {
-  readonly seq: number;
-  readonly attempt: number;
-  readonly signal: AbortSignal;
-  heartbeat(details?: Json): void;
-  lastHeartbeat(): Json | undefined;
-  addUsage(usage: { inputTokens: number; outputTokens: number; costUsd?: number }): void;
-  /** The effect's idempotency key, for a step of an effect tool. */
-  readonly idempotencyKey: string | undefined;
-}
-
-/** One attempt of a step: what the step's function sees through its context. */
-class Attempt implements StepExecution {
-  signal: AbortSignal;
-  /** Re-arms the heartbeat timeout; set by the attempt runner. */
-  beat: () => void = noop;
-  readonly #step: StepRecord;
-  readonly #record: AttemptRecord;
-  readonly #writer: JournalWriter;
-  readonly #limits: { label: string; maxPayloadBytes: number };
-  /** The run's stop signal: once it fired, this execution writes nothing more. */
-  readonly #stop: AbortSignal;
-  constructor(
-    step: StepRecord,
-    record: AttemptRecord,
-    writer: JournalWriter,
-    stop: AbortSignal,
-    limits: { label: string; maxPayloadBytes: number },
-  ) {
-    this.#step = step;
-    this.#record = record;
-    this.#writer = writer;
-    this.signal = stop;
-    this.#stop = stop;
-    this.#limits = limits;
-  }
-
-  get seq(): number {
-    return this.#step.seq;
-  }
-
-  get attempt(): number {
-    return this.#record.attempt;
-  }
-
-  heartbeat(details?: Json): void {
-    // An attempt that already ended (it timed out but its function goes on) must not overwrite
-    // the details the next attempt is using; nor may one the run was stopped under (a tool that
-    // ignored its signal past a cancel's grace), whose step is settled by the worker since.
-    if (this.#record.endedAt !== null || this.#stop.aborted) return;
-    this.#step.heartbeat =
-      toJson(details ?? null, `the heartbeat details of ${this.#limits.label}`, this.#limits.maxPayloadBytes) ?? null;
-    this.beat();
-    this.#writer.later(this.#step, false);
-  }
-
-  lastHeartbeat(): Json | undefined {
-    return this.#step.heartbeat;
-  }
-
-  get idempotencyKey(): string | undefined {
-    return this.#step.effect?.idempotencyKey;
-  }
-
-  addUsage(usage: { inputTokens: number; outputTokens: number; costUsd?: number }): void {
-    this.#step.usage = addUsage(this.#step.usage, usage);
-  }
-}
-
-/**
- * Executes a step that has no saved result: commits the start of each attempt before it runs
- * (the first one is the step's start record), runs attempts under the retry policy, and queues
- * the result or the final error for a synchronous commit (see {@link JournalWriter}). Attempts,
- * their errors and the last heartbeat are kept on the step record.
- */
-export async function executeStep<R>(options: {
+/** What {@link executeStep} runs, and how. */
+export interface ExecuteStepOptions<R> {
   step: StepRecord;
   host: EnvelopeHost;
   writer: JournalWriter;
@@ -133,17 +59,18 @@ export async function executeStep<R>(options: {
    * NEEDS_RECONCILIATION) before anything else — never silently run again.
    */
   effect?: EffectSpec | undefined;
-}): Promise<R> {
+}
+
+/**
+ * Executes a step that has no saved result: commits the start of each attempt before it runs
+ * (the first one is the step's start record), runs attempts under the retry policy, and queues
+ * the result or the final error for a synchronous commit (see {@link JournalWriter}). Attempts,
+ * their errors and the last heartbeat are kept on the step record.
+ */
+export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R> {
   const { step, host, writer, stop, policy, limits, retryPause, effect, history } = options;
   const signal = options.attemptSignal ?? (options.cancel ? AbortSignal.any([stop, options.cancel]) : stop);
-  // An attempt that was running when its process died has no end: close it as interrupted.
-  // It counts against the attempts, so a tool that kills its process cannot loop for ever.
-  const dangling = step.attempts.at(-1);
-  if (dangling && dangling.endedAt === null) {
-    const error = { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" };
-    step.attempts[step.attempts.length - 1] = { ...dangling, endedAt: host.now(), error };
-    history?.add(jsonBytes(error), 0);
-  }
+  closeDanglingAttempt(step, host, history);
   if (effect) {
     if (!step.effect) step.effect = effect.intent();
     // An attempt of an earlier execution left the outcome open: settle it before anything else.
@@ -168,15 +95,7 @@ export async function executeStep<R>(options: {
     if (retryPause && pending?.status === "open" && pending.dueAt !== null) {
       return retryPause.park(attemptNo, pending.dueAt);
     }
-    const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
-    step.attempts.push(record);
-    // A retry is an event of the history (the first attempt is the step's own).
-    if (attemptNo > 1) history?.add(0, 1);
-    // A new attempt of an effect is a new intent (after a "not applied" from the tool, the query or
-    // an operator, each kept on the record: the attempt's error, the answers, the reconciliation).
-    if (step.effect && step.effect.status !== "intended") {
-      step.effect = { ...step.effect, status: "intended", settledBy: undefined, settledAt: undefined };
-    }
+    const record = startAttempt(step, attemptNo, host, history);
     await writer.before(step, effect !== undefined);
     // After the start record is queued, so the previous step's result still rides on its commit.
     const pause = host.breathe?.();
@@ -185,49 +104,13 @@ export async function executeStep<R>(options: {
     const held = host.holdLease?.();
     if (held) await held;
     if (stop.aborted) throw stop.reason;
-    const attempt = new Attempt(step, record, writer, stop, {
-      label: limits.label,
-      maxPayloadBytes: host.maxPayloadBytes,
-    });
     try {
-      const value = await runAttempt(signal, limits, (attemptSignal, beat) => {
-        attempt.signal = attemptSignal;
-        attempt.beat = beat;
-        return options.run(attempt);
-      });
-      if (stop.aborted) throw stop.reason;
-      // Too large is not retryable (PayloadTooLargeError): the step fails at once.
-      const snapshot = jsonSnapshot(value, `the result of ${limits.label}`, host.maxPayloadBytes);
-      // Past the history's limit: not retryable either (HistoryLimitError), the step fails at once.
-      history?.admit(textBytes(snapshot.text), `the result of ${limits.label}`);
-      // A secret the tool resolved (ctx.secret) or the environment holds is not journaled, and the
-      // workflow gets what the journal keeps, as a replay would.
-      const result = holdsKnownSecret(snapshot.text) ? redactKnownJson(snapshot.json) : snapshot.json;
-      record.endedAt = host.now();
-      step.status = "completed";
-      step.result = result;
-      step.endedAt = record.endedAt;
-      if (step.effect && effect) {
-        step.effect = {
-          ...step.effect,
-          status: "applied",
-          receipt: effect.receipt(value, attemptNo),
-          settledBy: "attempt",
-          settledAt: record.endedAt,
-          unknown: undefined,
-        };
-      }
-      writer.later(step, true);
-      return result as R;
+      const value = await attemptStep(options, record, signal);
+      return succeeded(options, record, attemptNo, value);
     } catch (error) {
       if (stop.aborted) throw stop.reason;
-      record.endedAt = host.now();
-      record.error = serializeError(error);
-      history?.add(jsonBytes(record.error), 0);
-      if (step.effect && saysNotApplied(error)) {
-        // The tool says the effect did not happen: recorded, so nothing settles it again.
-        step.effect = { ...step.effect, status: "not_applied", settledBy: "attempt", settledAt: record.endedAt };
-      } else if (effect && !saysNotApplied(error)) {
+      failedAttempt(step, record, error, host, history);
+      if (effect && !saysNotApplied(error)) {
         // The attempt may have applied the effect: settle that before retrying or failing.
         writer.later(step, false);
         // A cancelled run runs nothing again: the outcome must be known without another attempt.
@@ -242,23 +125,118 @@ export async function executeStep<R>(options: {
       }
       // A provider that said when to come back (Retry-After) is not asked again sooner.
       const delay = Math.max(retryDelayMs(policy, attemptNo + 1, host.random()), retryAfterMs(error));
-      if (retryPause && delay >= retryPause.afterMs) {
-        host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms (run paused)`, {
+      const parks = retryPause !== undefined && delay >= retryPause.afterMs;
+      host.log(
+        "info",
+        `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms${parks ? " (run paused)" : ""}`,
+        {
           runId: step.runId,
           seq: step.seq,
-          error: record.error.message,
-        });
-        writer.later(step, false);
-        return retryPause.park(attemptNo + 1, host.now() + delay);
-      }
-      host.log("info", `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms`, {
-        runId: step.runId,
-        seq: step.seq,
-        error: record.error.message,
-      });
+          error: record.error?.message,
+        },
+      );
       writer.later(step, false);
+      if (parks) return retryPause.park(attemptNo + 1, host.now() + delay);
       await host.sleep(delay, signal);
     }
+  }
+}
+
+/**
+ * An attempt that was running when its process died has no end: it is closed as interrupted. It
+ * counts against the attempts, so a tool that kills its process cannot loop for ever.
+ */
+function closeDanglingAttempt(step: StepRecord, host: EnvelopeHost, history: HistoryMeter | undefined): void {
+  const dangling = step.attempts.at(-1);
+  if (dangling && dangling.endedAt === null) {
+    const error = { name: "AttemptInterrupted", message: "the process running this attempt stopped before it ended" };
+    step.attempts[step.attempts.length - 1] = { ...dangling, endedAt: host.now(), error };
+    history?.add(jsonBytes(error), 0);
+  }
+}
+
+/** Runs the step's function for attempt `record` under the attempt's limits (`runAttempt`). */
+function attemptStep<R>(options: ExecuteStepOptions<R>, record: AttemptRecord, signal: AbortSignal): Promise<R> {
+  const { step, writer, stop, limits } = options;
+  const attempt = new Attempt(step, record, writer, stop, {
+    label: limits.label,
+    maxPayloadBytes: options.host.maxPayloadBytes,
+  });
+  return runAttempt(signal, limits, (attemptSignal, beat) => {
+    attempt.signal = attemptSignal;
+    attempt.beat = beat;
+    return options.run(attempt);
+  });
+}
+
+/** The record of attempt `attemptNo`, starting now, added to the step. */
+function startAttempt(
+  step: StepRecord,
+  attemptNo: number,
+  host: EnvelopeHost,
+  history: HistoryMeter | undefined,
+): AttemptRecord {
+  const record: AttemptRecord = { attempt: attemptNo, startedAt: host.now(), endedAt: null };
+  step.attempts.push(record);
+  // A retry is an event of the history (the first attempt is the step's own).
+  if (attemptNo > 1) history?.add(0, 1);
+  // A new attempt of an effect is a new intent (after a "not applied" from the tool, the query or
+  // an operator, each kept on the record: the attempt's error, the answers, the reconciliation).
+  if (step.effect && step.effect.status !== "intended") {
+    step.effect = { ...step.effect, status: "intended", settledBy: undefined, settledAt: undefined };
+  }
+  return record;
+}
+
+/**
+ * The attempt returned `value`: the step completes with it, as the journal keeps it, queued for a
+ * synchronous commit. Throws (a failed attempt, not retried) when the value is too large for a
+ * payload or for the history.
+ */
+function succeeded<R>(options: ExecuteStepOptions<R>, record: AttemptRecord, attemptNo: number, value: R): R {
+  const { step, host, stop, limits, effect } = options;
+  if (stop.aborted) throw stop.reason;
+  // Too large is not retryable (PayloadTooLargeError): the step fails at once.
+  const snapshot = jsonSnapshot(value, `the result of ${limits.label}`, host.maxPayloadBytes);
+  // Past the history's limit: not retryable either (HistoryLimitError), the step fails at once.
+  options.history?.admit(textBytes(snapshot.text), `the result of ${limits.label}`);
+  // A secret the tool resolved (ctx.secret) or the environment holds is not journaled, and the
+  // workflow gets what the journal keeps, as a replay would.
+  const result = holdsKnownSecret(snapshot.text) ? redactKnownJson(snapshot.json) : snapshot.json;
+  record.endedAt = host.now();
+  step.status = "completed";
+  step.result = result;
+  step.endedAt = record.endedAt;
+  if (step.effect && effect) {
+    step.effect = {
+      ...step.effect,
+      status: "applied",
+      receipt: effect.receipt(value, attemptNo),
+      settledBy: "attempt",
+      settledAt: record.endedAt,
+      unknown: undefined,
+    };
+  }
+  options.writer.later(step, true);
+  return result as R;
+}
+
+/**
+ * The attempt threw `error`: it is recorded on the attempt; when the tool says for sure that its
+ * effect did not happen, that is recorded too, so nothing settles it again.
+ */
+function failedAttempt(
+  step: StepRecord,
+  record: AttemptRecord,
+  error: unknown,
+  host: EnvelopeHost,
+  history: HistoryMeter | undefined,
+): void {
+  record.endedAt = host.now();
+  record.error = serializeError(error);
+  history?.add(jsonBytes(record.error), 0);
+  if (step.effect && saysNotApplied(error)) {
+    step.effect = { ...step.effect, status: "not_applied", settledBy: "attempt", settledAt: record.endedAt };
   }
 }
 
@@ -343,22 +321,4 @@ async function unresolved(
   writer.later(step, true);
   await writer.flush();
   return effect.unresolved(step, settled.why);
-}
-
-function noop(): void {}
-
-/** Adds model usage to a step's running total. */
-export function addUsage(
-  total: Usage | undefined,
-  usage: { inputTokens: number; outputTokens: number; costUsd?: number },
-): Usage {
-  const cost = (total?.costUsd ?? 0) + (usage.costUsd ?? 0);
-  return {
-    inputTokens: (total?.inputTokens ?? 0) + usage.inputTokens,
-    outputTokens: (total?.outputTokens ?? 0) + usage.outputTokens,
-    modelCalls: (total?.modelCalls ?? 0) + 1,
-    ...(cost > 0 || total?.costUsd !== undefined || usage.costUsd !== undefined
-      ? { costUsd: Math.round(cost * 1e9) / 1e9 }
-      : {}),
-  };
 }

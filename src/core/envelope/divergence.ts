@@ -1,6 +1,6 @@
-import type { StepIdentity } from "./context.ts";
-import { ReplayDivergenceError } from "./errors.ts";
-import type { StepRecord } from "./records.ts";
+import type { StepIdentity } from "../context.ts";
+import { ReplayDivergenceError } from "../errors.ts";
+import type { StepRecord } from "../records.ts";
 
 const show = (s: { kind: string; name: string } | undefined) => (s ? `${s.kind} "${s.name}"` : "(nothing)");
 

@@ -1,12 +1,12 @@
-import type { Budget } from "./budget.ts";
-import type { DomainCallInfo } from "./domain-provider.ts";
-import type { RunEventBody } from "./events.ts";
-import type { McpTools } from "./mcp-tools.ts";
-import type { ModelProvider } from "./model-provider.ts";
-import type { Policy } from "./policies.ts";
-import type { PriceTable } from "./prices.ts";
-import type { Json, ParentClosePolicy, StepRecord } from "./records.ts";
-import type { RetryPolicy } from "./retry-policy.ts";
+import type { Budget } from "../budget.ts";
+import type { DomainCallInfo } from "../domain-provider.ts";
+import type { RunEventBody } from "../events.ts";
+import type { McpTools } from "../mcp-tools.ts";
+import type { ModelProvider } from "../model-provider.ts";
+import type { Policy } from "../policies.ts";
+import type { PriceTable } from "../prices.ts";
+import type { Json, ParentClosePolicy, StepRecord } from "../records.ts";
+import type { RetryPolicy } from "../retry-policy.ts";
 
 /**
  * Everything the envelope needs from outside, injected by the worker: `core/` does no I/O of

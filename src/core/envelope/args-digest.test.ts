@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { digestText } from "./digest.ts";
+import { digestText } from "./args-digest.ts";
 
 describe("digestText", () => {
   it("is stable and tells different arguments apart", () => {

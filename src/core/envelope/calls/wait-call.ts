@@ -1,0 +1,20 @@
+import type { EnvelopeState } from "../envelope-state.ts";
+import type { BegunStep } from "../replay-cursor.ts";
+import type { WaitSpec } from "../wait-steps.ts";
+
+/**
+ * A wait step (`ctx.waitForSignal`, `askUser`, `sleep`, `sleepUntil`, `requestApproval`, a
+ * child's result, an approval before a call): begun now (its seq taken synchronously unless
+ * `begun` is given), then resolved, replayed or paused on (see `WaitSteps.run`).
+ */
+export function waitCall<T>(x: EnvelopeState, make: () => WaitSpec<T>, begun?: BegunStep): Promise<T> {
+  let started: BegunStep;
+  let spec: WaitSpec<T>;
+  try {
+    spec = make();
+    started = begun ?? x.begin("wait", spec.stepName);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  return x.waits.run(spec, started, x.writer, (seq, at) => x.newStep(seq, "wait", spec.stepName, spec.args, at));
+}

@@ -1,0 +1,115 @@
+import { CairnError, type CairnErrorOptions, markErrorClasses } from "./cairn-error.ts";
+
+/* Errors about definitions, input, replay and storage. */
+
+/** A state change that the transition table does not allow. A bug, never retried. */
+export class IllegalTransitionError extends CairnError {
+  readonly code = "ILLEGAL_TRANSITION" as const;
+  readonly from: string;
+  readonly to: string;
+  constructor(message: string, pair: { from: string; to: string }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.from = pair.from;
+    this.to = pair.to;
+  }
+}
+
+/** The code of a replayed workflow called a different step than its history holds. */
+export class ReplayDivergenceError extends CairnError {
+  readonly code = "REPLAY_DIVERGENCE" as const;
+  readonly seq: number;
+  constructor(message: string, seq: number, options?: CairnErrorOptions) {
+    super(message, options);
+    this.seq = seq;
+  }
+}
+
+/** Input (tool arguments, workflow input) failed its schema. */
+export class InvalidInputError extends CairnError {
+  readonly code = "INVALID_INPUT" as const;
+  /** The validation issues, as the schema library reported them. */
+  readonly issues: readonly { path: readonly PropertyKey[]; message: string }[];
+  constructor(
+    message: string,
+    issues: readonly { path: readonly PropertyKey[]; message: string }[] = [],
+    options?: CairnErrorOptions,
+  ) {
+    super(message, options);
+    this.issues = issues;
+  }
+}
+
+/** An agent, workflow, tool, domain, model, MCP server or secret name that is not registered. */
+export class UnknownNameError extends CairnError {
+  readonly code:
+    | "UNKNOWN_AGENT"
+    | "UNKNOWN_WORKFLOW"
+    | "UNKNOWN_TOOL"
+    | "UNKNOWN_DOMAIN"
+    | "UNKNOWN_MODEL"
+    | "UNKNOWN_MCP_SERVER"
+    | "UNKNOWN_SECRET";
+  constructor(
+    code:
+      | "UNKNOWN_AGENT"
+      | "UNKNOWN_WORKFLOW"
+      | "UNKNOWN_TOOL"
+      | "UNKNOWN_DOMAIN"
+      | "UNKNOWN_MODEL"
+      | "UNKNOWN_MCP_SERVER"
+      | "UNKNOWN_SECRET",
+    message: string,
+    options?: CairnErrorOptions,
+  ) {
+    super(message, options);
+    this.code = code;
+  }
+}
+
+/** An agent, tool or runtime definition that cannot work as written. */
+export class InvalidDefinitionError extends CairnError {
+  readonly code = "INVALID_DEFINITION" as const;
+}
+
+/** A value handed to the journal is not JSON. */
+export class NotSerializableError extends CairnError {
+  readonly code = "NOT_SERIALIZABLE" as const;
+}
+
+/** The runtime was closed or is shutting down. */
+export class RuntimeClosedError extends CairnError {
+  readonly code = "RUNTIME_CLOSED" as const;
+}
+
+/** The storage backend failed in a way that is not about the run (disk, driver, schema). */
+export class StorageError extends CairnError {
+  static override readonly retryable = true;
+  readonly code = "STORAGE" as const;
+}
+
+/**
+ * The store refused a value it was given (bad data such as a character it cannot hold, or a
+ * constraint): writing it again fails the same way, so it is never retried and never taken for a
+ * lost worker. A run whose write is refused so ends FAILED with this error; a client call gets it
+ * with nothing written. `field` names the column or value when the store said which.
+ */
+export class StorageRejectedError extends CairnError {
+  readonly code = "STORAGE_REJECTED" as const;
+  readonly field: string | undefined;
+  constructor(message: string, details: { field?: string | undefined } = {}, options?: CairnErrorOptions) {
+    super(message, options);
+    this.field = details.field;
+  }
+}
+
+markErrorClasses({
+  IllegalTransitionError,
+  ReplayDivergenceError,
+  InvalidInputError,
+  UnknownNameError,
+  InvalidDefinitionError,
+  NotSerializableError,
+  RuntimeClosedError,
+  StorageError,
+  StorageRejectedError,
+});
