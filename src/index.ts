@@ -196,4 +196,4 @@ export { type JobSpec, type RunHistory, Runtime, type RuntimeOptions, type Start
 export { environmentSecrets, type SecretProvider } from "./runtime/secrets.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
-export type { WorkerOptions } from "./worker/worker.ts";
+export type { WorkerOptions } from "./worker/worker-options.ts";

@@ -14,7 +14,7 @@ import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord }
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { toJson } from "../core/serialize.ts";
 import { checkText } from "../core/text.ts";
-import type { WorkerOptions } from "../worker/worker.ts";
+import type { WorkerOptions } from "../worker/worker-options.ts";
 import type { SecretProvider } from "./secrets.ts";
 
 /** The options of a {@link Runtime} and of the runs it starts, and the run's stored `meta`. */
