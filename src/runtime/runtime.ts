@@ -21,6 +21,7 @@ import type { Logger } from "../core/logger.ts";
 import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
 import { type PriceTable, priceTable } from "../core/prices.ts";
 import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
+import type { RunContract } from "../core/run-contract.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled, OWNED_STATES } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
 import { RESUMABLE_FAILURES } from "../core/transitions.ts";
@@ -47,7 +48,6 @@ import {
 } from "./contract-operations.ts";
 import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
-import type { RunContract } from "./run-contract.ts";
 import { RunEventHub } from "./run-events.ts";
 import { RunHandle } from "./run-handle.ts";
 import { historyLimits, type RunLimits } from "./run-limits.ts";
@@ -826,4 +826,4 @@ export function newRunId(): string {
   return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(5).toString("hex")}`;
 }
 
-export type { JobSpec, RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";
+export type { RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";
