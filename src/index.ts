@@ -161,6 +161,13 @@ export type {
 export { REDACTED } from "./core/redact.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./core/retry-policy.ts";
 export {
+  type ContractState,
+  contractState,
+  type JobSpec,
+  RUN_CONTRACT_VERSION,
+  type RunContract,
+} from "./core/run-contract.ts";
+export {
   isTerminal,
   PAUSED_REASONS,
   type PausedReason,
@@ -184,17 +191,10 @@ export { consoleLogger } from "./runtime/console-logger.ts";
 export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
-export {
-  buildRunContract,
-  type ContractState,
-  contractState,
-  RUN_CONTRACT_VERSION,
-  type RunContract,
-  type RunContractInput,
-} from "./runtime/run-contract.ts";
+export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
-export { type JobSpec, type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
+export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
 export { environmentSecrets, type SecretProvider } from "./runtime/secrets.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
-export type { WorkerOptions } from "./worker/worker.ts";
+export type { WorkerOptions } from "./worker/worker-options.ts";

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { parse as parseYaml } from "yaml";
 import type { StepRecord } from "../src/core/records.ts";
-import type { RunContract } from "../src/runtime/run-contract.ts";
+import type { RunContract } from "../src/core/run-contract.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { cairn } from "./helpers/cli.ts";
 import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";

@@ -7,7 +7,7 @@ import type { AgentLike } from "../src/agent/decorators.ts";
 import type { RunRecord, StepRecord } from "../src/core/records.ts";
 import { Runtime, silentLogger } from "../src/index.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
-import type { WorkerOptions } from "../src/worker/worker.ts";
+import type { WorkerOptions } from "../src/worker/worker-options.ts";
 import { stubbornPayAgent } from "./effect-cancel/stubborn-agent.ts";
 import { until } from "./helpers/runtime-helpers.ts";
 import { payAgent } from "./invariants/effect-agent.ts";

@@ -1,7 +1,7 @@
 import type { RuntimeBackend } from "../backend/backend.ts";
 import type { RunRecord } from "../core/records.ts";
 import { Runtime } from "../runtime/runtime.ts";
-import type { WorkerOptions } from "../worker/worker.ts";
+import type { WorkerOptions } from "../worker/worker-options.ts";
 import type { AgentModule } from "./load-module.ts";
 
 /** What a runtime of the CLI needs from the agent module(s). */

@@ -2,8 +2,9 @@ import type { RuntimeBackend } from "../backend/backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import { InvalidInputError } from "../core/errors.ts";
 import type { Actor, RunRecord, StepRecord } from "../core/records.ts";
+import type { RunContract } from "../core/run-contract.ts";
 import { buildCostReport, type CostFilter, type CostReport, runsNeedingSteps } from "./cost-report.ts";
-import { buildRunContract, type RunContract } from "./run-contract.ts";
+import { buildRunContract } from "./run-contract-builder.ts";
 
 /**
  * The client operations on a run's record as a whole — export it as a run contract, accept or

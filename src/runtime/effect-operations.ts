@@ -5,7 +5,7 @@ import {
   type SerializedError,
 } from "../core/errors.ts";
 import { type PendingCancel, pendingCancel } from "../core/pending-cancel.ts";
-import type { Actor, Json, RunRecord, StepRecord, StopRequest } from "../core/records.ts";
+import type { Actor, EffectRecord, Json, RunRecord, StepRecord, StopRequest } from "../core/records.ts";
 import { toJson } from "../core/serialize.ts";
 import type { WaitOperationsHost } from "./wait-operations.ts";
 
@@ -50,18 +50,7 @@ export async function reconcileEffect(
         : options.by;
   const run = await host.getRun(runId);
   const steps = await host.backend.loadSteps(runId);
-  const step = steps.find((s) => s.effect?.id === effectId);
-  const open = steps.filter((s) => s.effect?.status === "unknown").map((s) => s.effect?.id);
-  if (!step?.effect) {
-    throw new EffectNotFoundError(
-      `run ${runId} has no effect ${JSON.stringify(effectId)}${open.length ? `; effects of unknown outcome: ${open.join(", ")}` : ""} (see cairn show ${runId})`,
-    );
-  }
-  if (step.effect.status !== "unknown") {
-    throw new EffectNotFoundError(
-      `effect ${effectId} of run ${runId} is ${step.effect.status}, not of unknown outcome: there is nothing to reconcile${open.length ? `; effects of unknown outcome: ${open.join(", ")}` : ""}`,
-    );
-  }
+  const step = unknownEffect(steps, runId, effectId);
   if (run.state !== "NEEDS_RECONCILIATION") {
     throw new IllegalTransitionError(`run ${runId} is ${run.state}; reconcile acts on runs in NEEDS_RECONCILIATION`, {
       from: run.state,
@@ -69,41 +58,7 @@ export async function reconcileEffect(
     });
   }
   const at = host.now();
-  const label = `the reconciliation of effect ${effectId} (run ${runId})`;
-  const decision = { outcome: options.outcome, by, at, ...(options.note ? { note: options.note } : {}) };
-  let updated: StepRecord;
-  if (options.outcome === "applied") {
-    const result = toJson(options.result ?? null, `the result given to ${label}`, host.maxPayloadBytes) ?? null;
-    const receipt: Json =
-      toJson(options.receipt ?? { reconciledBy: by.id }, `the receipt given to ${label}`, host.maxPayloadBytes) ?? null;
-    updated = {
-      ...step,
-      status: "completed",
-      result,
-      endedAt: at,
-      effect: {
-        ...step.effect,
-        status: "applied",
-        receipt,
-        settledBy: "reconcile",
-        settledAt: at,
-        unknown: undefined,
-        reconciliation: decision,
-      },
-    };
-  } else {
-    updated = {
-      ...step,
-      effect: {
-        ...step.effect,
-        status: "not_applied",
-        settledBy: "reconcile",
-        settledAt: at,
-        unknown: undefined,
-        reconciliation: decision,
-      },
-    };
-  }
+  const updated = decidedStep(host, step, `effect ${effectId} (run ${runId})`, options, by, at);
   // A cancel asked meanwhile waited for this decision: the worker carries it out next instead of
   // resuming the workflow, and the run's error says so until then (with the steps it cut off).
   const cancel = run.stopRequest?.kind === "cancel" ? run.stopRequest : undefined;
@@ -130,6 +85,72 @@ export async function reconcileEffect(
   });
   host.emit([transition], moved);
   return moved;
+}
+
+/** The step of `effectId` in `steps`, whose outcome must be unknown; `EffectNotFoundError` otherwise. */
+function unknownEffect(
+  steps: readonly StepRecord[],
+  runId: string,
+  effectId: string,
+): StepRecord & { effect: EffectRecord } {
+  const step = steps.find((s) => s.effect?.id === effectId);
+  const open = steps.filter((s) => s.effect?.status === "unknown").map((s) => s.effect?.id);
+  if (!step?.effect) {
+    throw new EffectNotFoundError(
+      `run ${runId} has no effect ${JSON.stringify(effectId)}${open.length ? `; effects of unknown outcome: ${open.join(", ")}` : ""} (see cairn show ${runId})`,
+    );
+  }
+  if (step.effect.status !== "unknown") {
+    throw new EffectNotFoundError(
+      `effect ${effectId} of run ${runId} is ${step.effect.status}, not of unknown outcome: there is nothing to reconcile${open.length ? `; effects of unknown outcome: ${open.join(", ")}` : ""}`,
+    );
+  }
+  return step as StepRecord & { effect: EffectRecord };
+}
+
+/** The effect's step with the operator's decision on it: completed with `result`, or to run again. */
+function decidedStep(
+  host: WaitOperationsHost,
+  step: StepRecord & { effect: EffectRecord },
+  /** The effect and run, as an error names them. */
+  which: string,
+  options: ReconcileOptions,
+  by: Actor,
+  at: number,
+): StepRecord {
+  const label = `the reconciliation of ${which}`;
+  const decision = { outcome: options.outcome, by, at, ...(options.note ? { note: options.note } : {}) };
+  if (options.outcome === "applied") {
+    const result = toJson(options.result ?? null, `the result given to ${label}`, host.maxPayloadBytes) ?? null;
+    const receipt: Json =
+      toJson(options.receipt ?? { reconciledBy: by.id }, `the receipt given to ${label}`, host.maxPayloadBytes) ?? null;
+    return {
+      ...step,
+      status: "completed",
+      result,
+      endedAt: at,
+      effect: {
+        ...step.effect,
+        status: "applied",
+        receipt,
+        settledBy: "reconcile",
+        settledAt: at,
+        unknown: undefined,
+        reconciliation: decision,
+      },
+    };
+  }
+  return {
+    ...step,
+    effect: {
+      ...step.effect,
+      status: "not_applied",
+      settledBy: "reconcile",
+      settledAt: at,
+      unknown: undefined,
+      reconciliation: decision,
+    },
+  };
 }
 
 /**

@@ -15,8 +15,8 @@ import type { Json, RunRecord, Versions } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import { breathe } from "./breather.ts";
 
-/** Builds the {@link EnvelopeHost} of one run: storage fenced by the run's epoch, clocks, providers. */
-export function createEnvelopeHost(options: {
+/** What {@link createEnvelopeHost} builds a run's host from. */
+export interface EnvelopeHostOptions {
   run: RunRecord;
   backend: RuntimeBackend;
   clock: Clock;
@@ -46,8 +46,11 @@ export function createEnvelopeHost(options: {
   holdLease?: EnvelopeHost["holdLease"] | undefined;
   /** `ctx.secret`: the runtime's secrets provider (see `secretResolver`). */
   secret(name: string): Promise<string>;
-}): EnvelopeHost {
-  const { run, backend, domains, models, logger } = options;
+}
+
+/** Builds the {@link EnvelopeHost} of one run: storage fenced by the run's epoch, clocks, providers. */
+export function createEnvelopeHost(options: EnvelopeHostOptions): EnvelopeHost {
+  const { run, backend, logger } = options;
   const epoch = run.epoch;
   return {
     now: () => options.clock.now(),
@@ -58,28 +61,7 @@ export function createEnvelopeHost(options: {
     // Without a worker's check (an envelope driven outside one), there is no lease to hold.
     holdLease: options.holdLease ?? (() => undefined),
     saveSteps: (steps, sync) => backend.saveSteps(steps, { epoch, sync }),
-    spawn: async (child) => {
-      if (await backend.getRun(child.id)) return;
-      await backend.createRun({
-        id: child.id,
-        agent: child.agent,
-        workflow: child.workflow,
-        key: null,
-        input: child.input,
-        versions: options.versions(child.agent),
-        // At most what the parent has left, per key, under the child agent's own limits.
-        ...(() => {
-          const budget = capBudget(options.agentBudget(child.agent) ?? {}, child.budget);
-          return { meta: Object.keys(budget).length > 0 ? { budget: budget as Json } : {} };
-        })(),
-        actor: { kind: "worker", id: run.leaseOwner ?? "unknown" },
-        reason: `spawned by run ${run.id}`,
-        at: Date.now(),
-        parentRunId: run.id,
-        parentClosePolicy: child.parentClosePolicy,
-      });
-      options.onChildCreated();
-    },
+    spawn: childSpawner(options),
     policies: options.policies,
     prices: options.prices,
     retryPauseThresholdMs: options.retryPauseThresholdMs,
@@ -87,38 +69,8 @@ export function createEnvelopeHost(options: {
     maxPayloadBytes: options.maxPayloadBytes,
     maxHistoryBytes: options.maxHistoryBytes,
     maxHistoryEvents: options.maxHistoryEvents,
-    readDomain: async (domain, entity, params, info) => {
-      const provider = domains[domain];
-      if (!provider) {
-        throw new UnknownNameError(
-          "UNKNOWN_DOMAIN",
-          `unknown domain "${domain}" (registered: ${Object.keys(domains).join(", ") || "none"}); pass it in new Runtime({ domains: { ${domain}: ... } })`,
-        );
-      }
-      if (typeof provider === "function") return provider(entity, params, info);
-      const reader = provider[entity];
-      if (typeof reader !== "function") {
-        throw new UnknownNameError(
-          "UNKNOWN_DOMAIN",
-          `domain "${domain}" has no entity "${entity}" (known: ${Object.keys(provider).join(", ") || "none"})`,
-        );
-      }
-      return reader(params, info);
-    },
-    model: (name) => {
-      const key = name ?? options.defaultModel;
-      const model = key === undefined ? undefined : models[key];
-      if (!model) {
-        const known = Object.keys(models).join(", ") || "none";
-        throw new UnknownNameError(
-          "UNKNOWN_MODEL",
-          name === undefined
-            ? `no default model is registered (models: ${known}); pass new Runtime({ models: { default: new ScriptedModel() } })`
-            : `unknown model "${name}" (registered: ${known})`,
-        );
-      }
-      return model;
-    },
+    readDomain: domainReader(options.domains),
+    model: modelLookup(options.models, options.defaultModel),
     domainRetry: options.domainRetry,
     modelRetry: options.modelRetry,
     modelTimeoutMs: options.modelTimeoutMs,
@@ -126,5 +78,75 @@ export function createEnvelopeHost(options: {
     secret: options.secret,
     emit: (event) => options.emit(run.id, event),
     log: (level, message, fields) => logger[level](message, fields),
+  };
+}
+
+/** `spawn` of a run's host: creates a child run (once: a replay finds it), then pokes the worker. */
+function childSpawner(options: EnvelopeHostOptions): EnvelopeHost["spawn"] {
+  const { run, backend } = options;
+  return async (child) => {
+    if (await backend.getRun(child.id)) return;
+    await backend.createRun({
+      id: child.id,
+      agent: child.agent,
+      workflow: child.workflow,
+      key: null,
+      input: child.input,
+      versions: options.versions(child.agent),
+      // At most what the parent has left, per key, under the child agent's own limits.
+      ...(() => {
+        const budget = capBudget(options.agentBudget(child.agent) ?? {}, child.budget);
+        return { meta: Object.keys(budget).length > 0 ? { budget: budget as Json } : {} };
+      })(),
+      actor: { kind: "worker", id: run.leaseOwner ?? "unknown" },
+      reason: `spawned by run ${run.id}`,
+      at: Date.now(),
+      parentRunId: run.id,
+      parentClosePolicy: child.parentClosePolicy,
+    });
+    options.onChildCreated();
+  };
+}
+
+/** `readDomain` of a run's host: the entity's reader of the domain's provider. */
+function domainReader(domains: Readonly<Record<string, DomainProvider>>): EnvelopeHost["readDomain"] {
+  return async (domain, entity, params, info) => {
+    const provider = domains[domain];
+    if (!provider) {
+      throw new UnknownNameError(
+        "UNKNOWN_DOMAIN",
+        `unknown domain "${domain}" (registered: ${Object.keys(domains).join(", ") || "none"}); pass it in new Runtime({ domains: { ${domain}: ... } })`,
+      );
+    }
+    if (typeof provider === "function") return provider(entity, params, info);
+    const reader = provider[entity];
+    if (typeof reader !== "function") {
+      throw new UnknownNameError(
+        "UNKNOWN_DOMAIN",
+        `domain "${domain}" has no entity "${entity}" (known: ${Object.keys(provider).join(", ") || "none"})`,
+      );
+    }
+    return reader(params, info);
+  };
+}
+
+/** `model` of a run's host: the model a call names, or the default one. */
+function modelLookup(
+  models: Readonly<Record<string, ModelProvider>>,
+  defaultModel: string | undefined,
+): EnvelopeHost["model"] {
+  return (name) => {
+    const key = name ?? defaultModel;
+    const model = key === undefined ? undefined : models[key];
+    if (!model) {
+      const known = Object.keys(models).join(", ") || "none";
+      throw new UnknownNameError(
+        "UNKNOWN_MODEL",
+        name === undefined
+          ? `no default model is registered (models: ${known}); pass new Runtime({ models: { default: new ScriptedModel() } })`
+          : `unknown model "${name}" (registered: ${known})`,
+      );
+    }
+    return model;
   };
 }

@@ -12,9 +12,10 @@ import type { Policy } from "../core/policies.ts";
 import type { ModelPrice } from "../core/prices.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
+import type { JobSpec } from "../core/run-contract.ts";
 import { toJson } from "../core/serialize.ts";
 import { checkText } from "../core/text.ts";
-import type { WorkerOptions } from "../worker/worker.ts";
+import type { WorkerOptions } from "../worker/worker-options.ts";
 import type { SecretProvider } from "./secrets.ts";
 
 /** The options of a {@link Runtime} and of the runs it starts, and the run's stored `meta`. */
@@ -151,16 +152,6 @@ export interface StartOptions {
    * not given there stays empty.
    */
   job?: JobSpec;
-}
-
-/** The job a run serves (the run contract's `job`). */
-export interface JobSpec {
-  objective?: string;
-  /** How a person decides to accept the result (`accept` / `reject`). */
-  acceptanceRule?: string;
-  owner?: string;
-  /** A reference to what authorises the run (a ticket, a mandate). */
-  authority?: string;
 }
 
 /**

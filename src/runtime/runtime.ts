@@ -1,32 +1,10 @@
-import { randomBytes } from "node:crypto";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
-import type { RunFilter, RuntimeBackend, Wake } from "../backend/backend.ts";
-import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
+import type { RunFilter, RuntimeBackend } from "../backend/backend.ts";
 import type { AgentDefinition, WorkflowInput, WorkflowOutput } from "../core/agent-definition.ts";
-import { type Clock, systemClock } from "../core/clock.ts";
-import {
-  IllegalTransitionError,
-  InvalidDefinitionError,
-  LeaseLostError,
-  RunNotFoundError,
-  RunNotResumableError,
-  RuntimeClosedError,
-  StorageError,
-  UnknownNameError,
-  WaitTimeoutError,
-} from "../core/errors.ts";
+import type { Clock } from "../core/clock.ts";
 import type { RunEvent, RunEventsOptions } from "../core/events.ts";
-import { parseWorkflowInput } from "../core/input-schema.ts";
-import type { Logger } from "../core/logger.ts";
-import { type Policy, policyVersions, validatePolicies } from "../core/policies.ts";
-import { type PriceTable, priceTable } from "../core/prices.ts";
-import type { Actor, RunRecord, TransitionRecord, Versions, WaitRecord } from "../core/records.ts";
-import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled, OWNED_STATES } from "../core/run-state.ts";
-import { DEFAULT_MAX_PAYLOAD_BYTES, toJson } from "../core/serialize.ts";
-import { RESUMABLE_FAILURES } from "../core/transitions.ts";
-import { McpClients } from "../mcp/mcp-clients.ts";
-import { Worker } from "../worker/worker.ts";
-import { isDeadLocalOwner } from "../worker/worker-id.ts";
+import type { Actor, RunRecord, WaitRecord } from "../core/records.ts";
+import type { RunContract } from "../core/run-contract.ts";
 import {
   checkActor,
   checkId,
@@ -37,24 +15,15 @@ import {
   checkStartOptions,
   checkVerdict,
 } from "./client-checks.ts";
-import { consoleLogger } from "./console-logger.ts";
-import {
-  type ContractOperationsHost,
-  exportRunContract,
-  recordVerdict,
-  reportCosts,
-  type VerdictOptions,
-} from "./contract-operations.ts";
+import { exportRunContract, recordVerdict, reportCosts, type VerdictOptions } from "./contract-operations.ts";
 import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
-import type { RunContract } from "./run-contract.ts";
-import { RunEventHub } from "./run-events.ts";
+import { type ResumeOptions, resumeRun } from "./resume-operations.ts";
 import { RunHandle } from "./run-handle.ts";
-import { historyLimits, type RunLimits } from "./run-limits.ts";
-import { createEnvelopeHost } from "./runtime-host.ts";
-import { type RunHistory, type RuntimeOptions, type StartOptions, startMeta } from "./runtime-options.ts";
-import { secretResolver } from "./secrets.ts";
-import { RUNTIME_VERSION } from "./version.ts";
+import type { RunLimits } from "./run-limits.ts";
+import { RuntimeInternals, type TransitionListener } from "./runtime-internals.ts";
+import type { RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";
+import { startRun } from "./start-operations.ts";
 import {
   answerQuestion,
   cancelRun,
@@ -62,13 +31,13 @@ import {
   decideApproval,
   type SignalOptions,
   sendSignal,
-  type WaitOperationsHost,
 } from "./wait-operations.ts";
-
-type Listener = (transition: TransitionRecord, run: RunRecord) => void;
 
 /**
  * Wires agents, a backend and an in-process worker, and offers the client operations.
+ *
+ * The façade: each method checks its arguments and runs an operation of `*-operations.ts`
+ * against the machinery in `runtime-internals.ts`.
  *
  * @example
  * const runtime = new Runtime({ agents: [reportBuilder], backend: new SqliteBackend({ path: ".cairn/cairn.db" }) });
@@ -78,129 +47,29 @@ type Listener = (transition: TransitionRecord, run: RunRecord) => void;
  */
 export class Runtime {
   readonly backend: RuntimeBackend;
-  readonly #agents = new Map<string, AgentDefinition>();
-  readonly #options: RuntimeOptions;
-  readonly #logger: Logger;
-  readonly #maxPayloadBytes: number;
-  readonly #limits: RunLimits;
-  readonly #policies: readonly Policy[];
-  /** `name@version,…` of the policies, recorded on every transition. */
-  readonly #policyVersions: string | null;
-  readonly #prices: PriceTable;
-  readonly #worker: Worker | undefined;
-  readonly #listeners = new Set<Listener>();
-  /** The live event stream of the runs this process executes. */
-  readonly #events: RunEventHub;
-  /** The MCP servers of `options.mcp`, connected on first use. */
-  readonly #mcp: McpClients | undefined;
-  readonly #waiters = new Map<string, Set<(terminal?: RunRecord) => void>>();
-  #started: Promise<void> | undefined;
-  #closed = false;
-  #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
-  #backendClosed = false;
-  #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
   /** The time workflows see. */
   readonly clock: Clock;
+  readonly #internals: RuntimeInternals;
 
   constructor(options: RuntimeOptions) {
-    if (!options || !Array.isArray(options.agents)) {
-      throw new InvalidDefinitionError("new Runtime({ agents: [...] }) needs the list of agents it runs");
-    }
-    this.#options = options;
-    this.#logger = options.logger ?? consoleLogger;
-    this.#maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-    if (!(Number.isSafeInteger(this.#maxPayloadBytes) && this.#maxPayloadBytes >= 1)) {
-      throw new InvalidDefinitionError(
-        `maxPayloadBytes must be a whole number of bytes, at least 1 (got ${String(options.maxPayloadBytes)})`,
-      );
-    }
-    this.#limits = {
-      maxSteps: options.maxSteps ?? 10_000,
-      maxPayloadBytes: this.#maxPayloadBytes,
-      ...historyLimits(options),
-    };
-    this.#policies = Object.freeze([...(options.policies ?? [])]);
-    validatePolicies(this.#policies);
-    this.#policyVersions = policyVersions(this.#policies);
-    this.#prices = priceTable(options.prices);
-    this.backend = options.backend ?? new InMemoryBackend();
-    this.clock = options.clock ?? systemClock;
-    this.#events = new RunEventHub(() => this.clock.now());
-    const mcp = options.mcp ?? {};
-    this.#mcp =
-      Object.keys(mcp).length > 0
-        ? new McpClients(mcp, { log: (level, message, fields) => this.#logger[level](message, fields) })
-        : undefined;
-    for (const item of options.agents) {
-      const agent = toAgentDefinition(item);
-      if (this.#agents.has(agent.name)) {
-        throw new InvalidDefinitionError(
-          `two agents are named "${agent.name}"; agent names must be unique in a runtime`,
-        );
-      }
-      this.#agents.set(agent.name, agent);
-    }
-    const secret = secretResolver(options.secrets);
-    if (options.worker !== false) {
-      this.#worker = new Worker(
-        {
-          backend: this.backend,
-          logger: this.#logger,
-          agent: (name) => this.#agents.get(name),
-          agentNames: [...this.#agents.keys()],
-          host: (run, _envelope, holdLease) => {
-            const models = options.models ?? {};
-            const names = Object.keys(models);
-            return createEnvelopeHost({
-              holdLease,
-              run,
-              backend: this.backend,
-              clock: this.clock,
-              retryPauseThresholdMs: options.retryPauseThresholdMs ?? 5000,
-              maxSteps: options.maxSteps ?? 10_000,
-              maxPayloadBytes: this.#maxPayloadBytes,
-              maxHistoryBytes: this.#limits.maxHistoryBytes,
-              maxHistoryEvents: this.#limits.maxHistoryEvents,
-              versions: (agent) => this.#versions(agent),
-              onChildCreated: () => this.#worker?.poke(),
-              domains: options.domains ?? {},
-              models,
-              defaultModel: "default" in models ? "default" : names.length === 1 ? names[0] : undefined,
-              domainRetry: options.domainRetry,
-              modelRetry: options.modelRetry,
-              modelTimeoutMs: options.modelTimeoutMs,
-              mcp: this.#mcp,
-              emit: (runId, event) => this.#events.emit(runId, event),
-              logger: this.#logger,
-              policies: this.#policies,
-              prices: this.#prices,
-              agentBudget: (agent) => this.#agents.get(agent)?.budget,
-              secret,
-            });
-          },
-          versions: (agent) => this.#versions(agent),
-          onTransition: (t, run) => this.#emit(t, run),
-          clock: this.clock,
-          newRunId,
-        },
-        options.worker ?? {},
-      );
-    }
+    this.#internals = new RuntimeInternals(options);
+    this.backend = this.#internals.backend;
+    this.clock = this.#internals.clock;
   }
 
   /** The agents this runtime runs, in the order they were given. */
   get agents(): readonly AgentDefinition[] {
-    return [...this.#agents.values()];
+    return [...this.#internals.agents.values()];
   }
 
   /** The per-run limits this runtime applies (its options, defaults filled in). */
   get limits(): RunLimits {
-    return { ...this.#limits };
+    return { ...this.#internals.limits };
   }
 
   /** The worker id of this runtime's worker (shown in transitions it makes). */
   get workerId(): string | undefined {
-    return this.#worker?.id;
+    return this.#internals.worker?.id;
   }
 
   /**
@@ -208,23 +77,7 @@ export class Runtime {
    * runtime down gracefully (runs still in flight after the grace period become INTERRUPTED).
    */
   start(options: { handleSignals?: boolean } = {}): Promise<void> {
-    this.#started ??= (async () => {
-      await this.backend.init();
-      // A runtime with a worker listens from the start; a client-only one when it first waits.
-      if (this.#worker) await this.#subscribe();
-      this.#worker?.start();
-      if (options.handleSignals) {
-        const handler = (signal: NodeJS.Signals) => {
-          void this.shutdown({ reason: `${signal} received` }).finally(() =>
-            process.exit(128 + (signal === "SIGINT" ? 2 : 15)),
-          );
-        };
-        this.#signalHandler = handler;
-        process.once("SIGTERM", handler);
-        process.once("SIGINT", handler);
-      }
-    })();
-    return this.#started;
+    return this.#internals.start(options.handleSignals === true);
   }
 
   /** Starts a run (or returns the existing one for its key). */
@@ -248,40 +101,14 @@ export class Runtime {
     input: unknown,
     options: StartOptions = {},
   ): Promise<RunHandle> {
-    await this.#ready();
-    const agent = this.#agent(
+    await this.#internals.ready();
+    const agent = this.#internals.agent(
       typeof agentRef === "string" ? checkName(agentRef, "agent") : toAgentDefinition(agentRef).name,
     );
     checkName(workflow, "workflow");
     checkStartOptions(options);
-    if (!Object.hasOwn(agent.workflows, workflow)) {
-      throw new UnknownNameError(
-        "UNKNOWN_WORKFLOW",
-        `unknown workflow "${workflow}" in agent "${agent.name}" (known: ${Object.keys(agent.workflows).join(", ")})`,
-      );
-    }
-    // Checked before anything is written: a bad input starts nothing. The raw input is stored;
-    // each execution parses it again (see `AgentDefinition.inputs`).
-    const checked = parseWorkflowInput(agent, workflow, input, "No run was started");
-    if (!checked.ok) throw checked.error;
-    const created = await this.backend.createRun({
-      id: newRunId(),
-      agent: agent.name,
-      workflow,
-      key: options.key ?? null,
-      input:
-        toJson(input, `the input of workflow "${workflow}" of agent "${agent.name}"`, this.#maxPayloadBytes) ?? null,
-      versions: this.#versions(agent.name),
-      meta: startMeta(agent, options, this.#maxPayloadBytes),
-      actor: options.by ?? { kind: "user", id: "local" },
-      reason: options.key ? `started with key "${options.key}"` : "started",
-      at: Date.now(),
-    });
-    if (created.created) {
-      this.#emit(created.transition, created.run);
-      this.#worker?.poke();
-    }
-    return new RunHandle(this, created.run.id, created.created);
+    const { runId, created } = await startRun(this.#internals.startOps(), agent, workflow, input, options);
+    return new RunHandle(this, runId, created);
   }
 
   /** A handle on an existing run. */
@@ -290,17 +117,13 @@ export class Runtime {
   }
 
   /** The run as stored; throws `RunNotFoundError` when there is none. */
-  async getRun(runId: string): Promise<RunRecord> {
-    checkId(runId);
-    await this.#readable();
-    const run = await this.backend.getRun(runId);
-    if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs\``);
-    return run;
+  getRun(runId: string): Promise<RunRecord> {
+    return this.#internals.getRun(runId);
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
     checkRunFilter(filter);
-    await this.#readable();
+    await this.#internals.readable();
     return this.backend.listRuns(filter);
   }
 
@@ -327,46 +150,11 @@ export class Runtime {
    * `maxAutoRecoveries: 0`, and when this runtime shuts down while waiting (its own worker left
    * the run INTERRUPTED, and nothing here will take it up).
    */
-  async waitFor(
+  waitFor(
     runId: string,
     options: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number } = {},
   ): Promise<RunRecord> {
-    const deadline = options.timeoutMs === undefined ? Number.POSITIVE_INFINITY : Date.now() + options.timeoutMs;
-    const poll = options.pollIntervalMs ?? 250;
-    // Waiting across processes: a backend's wake-ups end the wait as soon as the run ends.
-    await this.#readable();
-    await this.#subscribe().catch((error: unknown) =>
-      this.#logger.warn("wake-ups unavailable; waiting by polling", { error: String(error) }),
-    );
-    for (;;) {
-      // Storage that is down for a while (a database restart) is waited out like a slow run.
-      const run = await this.getRun(runId).catch((error: unknown) => {
-        if (!(error instanceof StorageError) || Date.now() >= deadline) throw error;
-        this.#logger.warn(`waiting for run ${runId}: storage unavailable, trying again`, { error: error.message });
-        return undefined;
-      });
-      if (run && this.#ended(run, options.maxAutoRecoveries)) return run;
-      const left = deadline - Date.now();
-      if (left <= 0) {
-        throw new WaitTimeoutError(`run ${runId} is still ${run?.state ?? "unknown"} after ${options.timeoutMs} ms`);
-      }
-      // Woken with the run when this runtime records its terminal transition: returned as is, so a
-      // run interrupted by this runtime's own shutdown is reported even though it is now closed. A
-      // run that recovery takes up again (by this waiter's bound) is waited on.
-      const ended = await new Promise<RunRecord | undefined>((resolve) => {
-        const waiters = this.#waiters.get(runId) ?? new Set();
-        this.#waiters.set(runId, waiters);
-        const done = (terminal?: RunRecord) => {
-          clearTimeout(timer);
-          waiters.delete(done);
-          if (waiters.size === 0 && this.#waiters.get(runId) === waiters) this.#waiters.delete(runId);
-          resolve(terminal);
-        };
-        const timer = setTimeout(() => done(), Math.min(poll, left));
-        waiters.add(done);
-      });
-      if (ended && this.#ended(ended, options.maxAutoRecoveries)) return ended;
-    }
+    return this.#internals.waitFor(runId, options);
   }
 
   /**
@@ -375,124 +163,12 @@ export class Runtime {
    * lapsed, or its process on this host no longer exists), which is first recorded INTERRUPTED.
    * The run goes RESUMING and a worker replays it from its checkpoints.
    */
-  async resume(runId: string, options: { by?: Actor; reason?: string } = {}): Promise<RunHandle> {
+  async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle> {
     checkActor(options.by);
     checkNote(options.reason, "reason");
-    await this.#ready();
-    let run = await this.getRun(runId);
-    const by = options.by ?? { kind: "user", id: "local" };
-    const versions = this.#versions(run.agent);
-    // A recovery sweep (this runtime's worker starts with one) may have resumed the run already:
-    // RESUMING and not claimed yet, or claimed by this very worker. That is not a lost worker.
-    const underWay = run.state === "RESUMING" || run.state === "RUNNING";
-    if (underWay && (run.leaseOwner === null || run.leaseOwner === this.workerId)) {
-      return new RunHandle(this, runId, false);
-    }
-    // Reconciled or cancelled while no worker held it: it waits for the next claim, not a takeover.
-    if ((run.state === "RECONCILING" || run.state === "CANCELLING") && run.leaseOwner === null) {
-      this.#worker?.poke();
-      return new RunHandle(this, runId, false);
-    }
-    if (run.state === "PENDING") return this.#resumePending(run);
-    if (OWNED_STATES.has(run.state)) {
-      const now = Date.now();
-      const lapsed = run.leaseExpiresAt === null || run.leaseExpiresAt <= now;
-      const dead = run.leaseOwner !== null && isDeadLocalOwner(run.leaseOwner);
-      if (!lapsed && !dead) {
-        throw new RunNotResumableError(
-          `run ${runId} is ${run.state} and held by worker ${run.leaseOwner} until ${new Date(run.leaseExpiresAt ?? now).toISOString()}; if that worker is gone, resume again after its lease lapses`,
-        );
-      }
-      const result = await this.backend
-        .transition({
-          runId,
-          from: run.state,
-          to: "INTERRUPTED",
-          actor: by,
-          reason: `worker ${run.leaseOwner ?? "unknown"} was lost while the run was ${run.state} (${dead ? "its process is gone" : "its lease lapsed"})`,
-          versions,
-          at: now,
-          fence: { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
-        })
-        .catch(async (error: unknown) => {
-          // A recovery sweep recorded the loss first (and may have resumed the run already): go on
-          // from what it stored.
-          const current = await this.getRun(runId);
-          const moved = current.epoch > run.epoch;
-          if (
-            moved &&
-            (current.state === "INTERRUPTED" || current.state === "RESUMING" || current.state === "RUNNING")
-          ) {
-            return { run: current, transition: undefined };
-          }
-          throw error;
-        });
-      if (result.transition) this.#emit(result.transition, result.run);
-      run = result.run;
-      // Taken over and resumed by another worker's sweep in the meantime: the resume has happened.
-      if (run.state === "RESUMING" || run.state === "RUNNING") return new RunHandle(this, runId, false);
-    }
-    const orphan = run.state === "PAUSED" && run.pausedReason === "suspended_orphan";
-    if (
-      run.state !== "INTERRUPTED" &&
-      !orphan &&
-      !(run.state === "FAILED" && RESUMABLE_FAILURES.has(run.error?.code ?? ""))
-    ) {
-      throw new RunNotResumableError(
-        run.state === "FAILED"
-          ? `run ${runId} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence or a version mismatch can be resumed, fork the run instead`
-          : run.state === "PAUSED"
-            ? `run ${runId} is PAUSED (${run.pausedReason}); it resumes by itself when what it waits for arrives (signal, answer, approve or deny it)`
-            : `run ${runId} is ${run.state}; only INTERRUPTED runs, suspended orphans and FAILED runs with REPLAY_DIVERGENCE or VERSION_MISMATCH can be resumed`,
-      );
-    }
-    const from = run.state;
-    const result = await this.backend
-      .transition({
-        runId,
-        from,
-        to: "RESUMING",
-        actor: by,
-        reason: options.reason ?? `resumed by ${by.kind} ${by.id}`,
-        versions,
-        at: Date.now(),
-        fence: { unowned: true, now: Date.now() },
-        patch: from === "FAILED" ? { error: null } : orphan ? { clearStopRequest: true } : {},
-      })
-      .catch(async (error: unknown) => {
-        // A worker's automatic recovery (this runtime's included, which starts with it) may have
-        // resumed the INTERRUPTED run first: the only way out of INTERRUPTED is RESUMING, so the
-        // resume that was asked for has happened.
-        // Its claim may already hold a live lease, so the refusal can be LeaseLostError too.
-        if ((error instanceof IllegalTransitionError || error instanceof LeaseLostError) && from === "INTERRUPTED") {
-          if ((await this.getRun(runId)).state !== "INTERRUPTED") return undefined;
-        }
-        throw error;
-      });
-    if (!result) return new RunHandle(this, runId, false);
-    this.#emit(result.transition, result.run);
-    this.#worker?.poke();
+    await this.#internals.ready();
+    await resumeRun(this.#internals.resumeOps(), runId, options);
     return new RunHandle(this, runId, false);
-  }
-
-  /**
-   * `resume` of a PENDING run: it has not started, so nothing is recorded. Unclaimed, or claimed
-   * by a worker that is gone (its lease lapsed, or its process on this host no longer exists), it
-   * is this runtime's worker's to claim (a dead owner's claim is taken over at once); claimed by a
-   * live worker, it is refused.
-   */
-  async #resumePending(run: RunRecord): Promise<RunHandle> {
-    const now = Date.now();
-    const owner = run.leaseOwner;
-    const live = owner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > now;
-    if (live && !isDeadLocalOwner(owner) && owner !== this.workerId) {
-      throw new RunNotResumableError(
-        `run ${run.id} is PENDING and claimed by worker ${owner} until ${new Date(run.leaseExpiresAt ?? now).toISOString()}, which is starting it; if that worker is gone, resume again after its lease lapses`,
-      );
-    }
-    if (live && owner !== null && owner !== this.workerId) await this.#worker?.takeOverClaim(run);
-    this.#worker?.poke();
-    return new RunHandle(this, run.id, false);
   }
 
   /**
@@ -510,9 +186,9 @@ export class Runtime {
     checkName(name, "signal name");
     checkOptionalName(options.messageId, "messageId");
     checkActor(options.by);
-    await this.#ready();
-    const result = await sendSignal(this.#ops(), runId, name, payload, options);
-    if (result.transition) this.#worker?.poke();
+    await this.#internals.ready();
+    const result = await sendSignal(this.#internals.waitOps(), runId, name, payload, options);
+    if (result.transition) this.#internals.worker?.poke();
     return { duplicate: result.duplicate, deliveredTo: result.deliveredTo, messageId: result.signal.messageId };
   }
 
@@ -529,9 +205,9 @@ export class Runtime {
     checkId(runId);
     checkId(waitId, "wait id");
     checkActor(options.by);
-    await this.#ready();
-    const result = await answerQuestion(this.#ops(), runId, waitId, value, options);
-    if (result.transition) this.#worker?.poke();
+    await this.#internals.ready();
+    const result = await answerQuestion(this.#internals.waitOps(), runId, waitId, value, options);
+    if (result.transition) this.#internals.worker?.poke();
     return result.wait;
   }
 
@@ -560,9 +236,9 @@ export class Runtime {
     checkActor(options?.by);
     checkNote(options?.digest, "digest");
     checkNote(options?.note, "note");
-    await this.#ready();
-    const result = await decideApproval(this.#ops(), runId, approvalId, decision, options);
-    if (result.transition) this.#worker?.poke();
+    await this.#internals.ready();
+    const result = await decideApproval(this.#internals.waitOps(), runId, approvalId, decision, options);
+    if (result.transition) this.#internals.worker?.poke();
     return result.wait;
   }
 
@@ -576,10 +252,10 @@ export class Runtime {
     checkId(runId);
     checkActor(options.by);
     checkNote(options.reason, "reason");
-    await this.#ready();
-    const run = await cancelRun(this.#ops(), runId, options);
-    this.#worker?.noticeStop(runId);
-    this.#worker?.poke();
+    await this.#internals.ready();
+    const run = await cancelRun(this.#internals.waitOps(), runId, options);
+    this.#internals.worker?.noticeStop(runId);
+    this.#internals.worker?.poke();
     return run;
   }
 
@@ -588,8 +264,8 @@ export class Runtime {
    * a virtual clock may call it to not wait for the worker's next look).
    */
   async fireDueTimers(): Promise<void> {
-    await this.#ready();
-    await this.#worker?.fireDue();
+    await this.#internals.ready();
+    await this.#internals.worker?.fireDue();
   }
 
   /** The waits of a run (questions, approvals, timers, signals, children, retry backoffs). */
@@ -609,25 +285,10 @@ export class Runtime {
     checkId(effectId, "effect id");
     checkActor(options?.by);
     checkNote(options?.note, "note");
-    await this.#ready();
-    const run = await reconcileEffect(this.#ops(), runId, effectId, options);
-    this.#worker?.poke();
+    await this.#internals.ready();
+    const run = await reconcileEffect(this.#internals.waitOps(), runId, effectId, options);
+    this.#internals.worker?.poke();
     return run;
-  }
-
-  #ops(): WaitOperationsHost {
-    return {
-      backend: this.backend,
-      // A client without the agent's code records the versions the run started with.
-      versions: (run) => (this.#agents.has(run.agent) ? this.#versions(run.agent) : run.versions),
-      now: () => this.clock.now(),
-      maxPayloadBytes: this.#maxPayloadBytes,
-      maxUnreadSignals: this.#limits.maxUnreadSignals,
-      getRun: (id) => this.getRun(id),
-      emit: (transitions, run) => {
-        for (const t of transitions) if (t.runId === run.id) this.#emit(t, run);
-      },
-    };
   }
 
   /**
@@ -645,130 +306,29 @@ export class Runtime {
    */
   events(runId: string, options: RunEventsOptions = {}): AsyncIterable<RunEvent> {
     checkId(runId);
-    return this.#events.read(runId, { ...options, checkMs: 1000 }, async () => {
+    const internals = this.#internals;
+    return internals.events.read(runId, { ...options, checkMs: 1000 }, async () => {
       const run = await this.backend.getRun(runId);
-      return run !== undefined && this.#ended(run);
+      return run !== undefined && internals.ended(run);
     });
   }
 
   /** Calls `listener` for every transition made by this runtime. Returns an unsubscribe function. */
-  onTransition(listener: Listener): () => void {
-    this.#listeners.add(listener);
-    return () => this.#listeners.delete(listener);
+  onTransition(listener: TransitionListener): () => void {
+    return this.#internals.onTransition(listener);
   }
 
   /**
    * Stops the worker: no new claims; runs in flight get `graceMs` to finish, then are recorded
    * INTERRUPTED and released so another worker (or `resume`) continues them.
    */
-  async shutdown(options: { graceMs?: number; reason?: string } = {}): Promise<void> {
-    if (this.#closed) return;
-    this.#closed = true;
-    if (this.#signalHandler) {
-      process.off("SIGTERM", this.#signalHandler);
-      process.off("SIGINT", this.#signalHandler);
-    }
-    if (this.#started) {
-      await this.#started.catch(() => {});
-      await this.#worker?.shutdown(
-        options.graceMs ?? this.#options.shutdownGraceMs ?? 10_000,
-        options.reason ?? "shutdown",
-      );
-      const unsubscribe = await this.#subscription?.catch(() => undefined);
-      await unsubscribe?.().catch(() => {});
-      this.#backendClosed = true;
-      await this.backend.close();
-    }
-    this.#events.closeAll();
-    await this.#mcp
-      ?.close()
-      .catch((error: unknown) => this.#logger.warn("closing the MCP servers failed", { error: String(error) }));
+  shutdown(options: { graceMs?: number; reason?: string } = {}): Promise<void> {
+    return this.#internals.shutdown(options);
   }
 
   /** Same as `shutdown()`. */
   close(): Promise<void> {
     return this.shutdown();
-  }
-
-  /** Subscribes to the backend's wake-ups once (if it has them). */
-  #subscribe(): Promise<(() => Promise<void>) | undefined> {
-    // Once shutdown has begun, no new connection: it would outlive the runtime.
-    if (this.#closed && !this.#subscription) return Promise.resolve(undefined);
-    this.#subscription ??= this.backend.subscribe
-      ? this.backend.subscribe((wake) => this.#onWake(wake))
-      : Promise.resolve(undefined);
-    return this.#subscription;
-  }
-
-  /** A wake-up from the backend: work for the worker, or a run that ended in another process. */
-  #onWake(wake: Wake): void {
-    if (wake.kind === "stop") {
-      this.#worker?.noticeStop(wake.runId);
-      return;
-    }
-    if (wake.kind !== "ended") this.#worker?.poke();
-    const waiting = wake.kind === "reconnected" ? [...this.#waiters.values()] : [this.#waiters.get(wake.runId)];
-    // Woken without a run: each waiter reads the run again.
-    for (const waiters of waiting) for (const done of [...(waiters ?? [])]) done();
-  }
-
-  #emit(transition: TransitionRecord, run: RunRecord): void {
-    const ended = this.#ended(run);
-    this.#events.transition(transition, ended);
-    for (const listener of this.#listeners) {
-      try {
-        listener(transition, run);
-      } catch (error) {
-        this.#logger.warn("transition listener threw", { error: String(error) });
-      }
-    }
-    // Each waiter judges by its own bound on recoveries whether this is the run's end.
-    const waiters = this.#waiters.get(run.id);
-    if (waiters && isSettled(run.state)) for (const w of [...waiters]) w(run);
-  }
-
-  /**
-   * Whether the run has an outcome to report: it settled, and it is not an INTERRUPTED run that
-   * automatic recovery takes up again — unless this runtime is shutting down, and so will not.
-   */
-  #ended(run: RunRecord, maxAutoRecoveries?: number): boolean {
-    if (this.#closed) return isSettled(run.state);
-    const bound =
-      maxAutoRecoveries ??
-      (this.#options.worker === false ? undefined : this.#options.worker?.maxAutoRecoveries) ??
-      DEFAULT_MAX_AUTO_RECOVERIES;
-    return hasOutcome(run, bound);
-  }
-
-  #agent(name: string): AgentDefinition {
-    const agent = this.#agents.get(name);
-    if (!agent) {
-      throw new UnknownNameError(
-        "UNKNOWN_AGENT",
-        `unknown agent "${name}" (registered: ${[...this.#agents.keys()].join(", ") || "none"})`,
-      );
-    }
-    return agent;
-  }
-
-  #versions(agentName: string): Versions {
-    return {
-      workflow: this.#agents.get(agentName)?.version ?? "unknown",
-      policy: this.#policyVersions,
-      runtime: RUNTIME_VERSION,
-    };
-  }
-
-  /** Before a run is started or resumed: refused once shutdown has begun. */
-  async #ready(): Promise<void> {
-    if (this.#closed) throw new RuntimeClosedError("the runtime is shutting down; create a new Runtime to start runs");
-    await this.start();
-  }
-
-  /** Before a read: allowed while shutting down, until the backend is closed. */
-  async #readable(): Promise<void> {
-    if (this.#backendClosed) throw new RuntimeClosedError("the runtime is shut down; create a new Runtime");
-    if (!this.#closed) await this.start();
   }
 
   // ── Run contract, acceptance and cost (contract-operations.ts) ──────────────────────────────
@@ -779,7 +339,7 @@ export class Runtime {
    * (see `RunContract`). Throws `RunNotFoundError` for an unknown id.
    */
   async exportRun(runId: string): Promise<RunContract> {
-    return exportRunContract(this.#contractOps(), runId);
+    return exportRunContract(this.#internals.contractOps(), runId);
   }
 
   /**
@@ -789,15 +349,15 @@ export class Runtime {
    */
   async accept(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
     checkVerdict(options);
-    await this.#ready();
-    return recordVerdict(this.#contractOps(), runId, "accepted", options);
+    await this.#internals.ready();
+    return recordVerdict(this.#internals.contractOps(), runId, "accepted", options);
   }
 
   /** Rejects the outcome of a COMPLETED run; the same rules as {@link Runtime.accept}. */
   async reject(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
     checkVerdict(options);
-    await this.#ready();
-    return recordVerdict(this.#contractOps(), runId, "rejected", options);
+    await this.#internals.ready();
+    return recordVerdict(this.#internals.contractOps(), runId, "rejected", options);
   }
 
   /**
@@ -807,23 +367,9 @@ export class Runtime {
   async costReport(filter: CostFilter = {}): Promise<CostReport> {
     checkOptionalName(filter.agent, "filter.agent");
     checkOptionalName(filter.workflow, "filter.workflow");
-    await this.#readable();
-    return reportCosts(this.#contractOps(), filter);
-  }
-
-  #contractOps(): ContractOperationsHost {
-    return {
-      backend: this.backend,
-      now: () => this.clock.now(),
-      getRun: (id) => this.getRun(id),
-      agent: (name) => this.#agents.get(name),
-    };
+    await this.#internals.readable();
+    return reportCosts(this.#internals.contractOps(), filter);
   }
 }
 
-/** Run ids sort by creation time: `run_` + base-36 milliseconds + random. */
-export function newRunId(): string {
-  return `run_${Date.now().toString(36).padStart(9, "0")}${randomBytes(5).toString("hex")}`;
-}
-
-export type { JobSpec, RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";
+export type { RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";

@@ -6,8 +6,8 @@ import type { SerializedError } from "../core/errors.ts";
 import type { PendingCancel } from "../core/pending-cancel.ts";
 import type { Actor, RunRecord, StepRecord, StopRequest } from "../core/records.ts";
 import { storableError } from "../core/serialize.ts";
+import { type CancellationEvidence, cancellationEvidence, cutOffSteps } from "./cancellation-evidence.ts";
 import { type CompensationDeps, compensateMode, compensateRun } from "./compensation.ts";
-import { type CancellationEvidence, cancellationEvidence, cutOffSteps } from "./run-endings.ts";
 
 /**
  * The end of a cancelled run (DESIGN §4): CANCELLING -> CANCELLED with the evidence of where it

@@ -12,7 +12,7 @@ import { SqliteBackend } from "../../src/backend/sqlite/sqlite-backend.ts";
 import { silentLogger } from "../../src/core/logger.ts";
 import { Runtime, type RuntimeOptions } from "../../src/runtime/runtime.ts";
 import { TestRuntime, type TestRuntimeOptions } from "../../src/runtime/test-runtime.ts";
-import type { WorkerOptions } from "../../src/worker/worker.ts";
+import type { WorkerOptions } from "../../src/worker/worker-options.ts";
 import { startTestDatabase, type TestDatabase } from "./postgres.ts";
 
 /**

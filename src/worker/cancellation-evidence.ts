@@ -1,13 +1,11 @@
-import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { StepIdentity } from "../core/context.ts";
 import type { InFlightStep } from "../core/envelope/envelope-outcome.ts";
-import { VersionMismatchError } from "../core/errors.ts";
 import { pendingCancel } from "../core/pending-cancel.ts";
 import type { Json, RunRecord, StepRecord } from "../core/records.ts";
 
 /**
- * What the worker records when a run ends other than by returning: the evidence of a
- * cancellation, and the check of the workflow version a run started on.
+ * The evidence a cancelled run's end records: where it stopped, and how each step in flight
+ * ended.
  */
 
 /** Where a cancelled run stopped, and what was in flight. */
@@ -87,18 +85,4 @@ export function cancellationEvidence(
 export function cutOffSteps(journal: readonly StepRecord[], run: RunRecord): CancelledStep[] {
   const listed = new Set(pendingCancel(run.error)?.inFlight ?? []);
   return journal.filter((s) => (s.status === "started" && s.kind !== "wait") || listed.has(s.seq));
-}
-
-/**
- * The error of a run started on a workflow version that this code neither is nor lists in
- * `compatibleVersions`, or undefined when the code accepts it.
- */
-export function versionMismatch(run: RunRecord, agent: AgentDefinition): VersionMismatchError | undefined {
-  const started = run.versions.workflow;
-  if (started === agent.version || agent.compatibleVersions.includes(started)) return undefined;
-  return new VersionMismatchError(
-    `run ${run.id} started on version ${started} of agent "${agent.name}", and the deployed code is version ${agent.version}${
-      agent.compatibleVersions.length ? ` (also runs ${agent.compatibleVersions.join(", ")})` : ""
-    }; deploy code that runs version ${started} (branch with ctx.patched and list it in compatibleVersions), then resume the run`,
-  );
 }

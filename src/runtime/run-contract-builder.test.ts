@@ -2,7 +2,8 @@ import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../agent/define.ts";
 import { NonRetryableError } from "../core/errors.ts";
 import type { EffectRecord, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
-import { buildRunContract, contractState, RUN_CONTRACT_VERSION, type RunContractInput } from "./run-contract.ts";
+import { contractState, RUN_CONTRACT_VERSION } from "../core/run-contract.ts";
+import { buildRunContract, type RunContractInput } from "./run-contract-builder.ts";
 
 const T0 = Date.UTC(2026, 6, 1, 12, 0, 0);
 const versions = { workflow: "3", policy: null, runtime: "0.1.0" };
