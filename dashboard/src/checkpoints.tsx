@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { StepRecord, TransitionRecord } from "../../src/core/records.ts";
+import type { StepRecord, TransitionRecord } from "../../src/api/http-api.ts";
 import { StateBadge, StatusPill, StepArgsResult } from "./components.tsx";
 import { actorLabel, clockMs, span } from "./format.ts";
 

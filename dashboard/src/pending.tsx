@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import type { Json, RunRecord, WaitRecord } from "../../src/core/records.ts";
+import type { Json, RunRecord, WaitRecord } from "../../src/api/http-api.ts";
 import { api } from "./api.ts";
 import { ErrorText, JsonBlock, NoteInput, StatusPill, Time, useAction, useNow } from "./components.tsx";
 import { actorLabel, dateTime, fields, oneLine, span, until } from "./format.ts";

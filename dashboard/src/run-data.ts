@@ -1,6 +1,11 @@
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../src/core/records.ts";
-import { isSettled } from "../../src/core/run-state.ts";
+import {
+  isSettled,
+  type RunRecord,
+  type StepRecord,
+  type TransitionRecord,
+  type WaitRecord,
+} from "../../src/api/http-api.ts";
 import { ApiError, api, type EffectEntry, type LiveStatus, subscribe } from "./api.ts";
 import type { StreamText } from "./run-tables.tsx";
 

@@ -1,6 +1,5 @@
 import { useState } from "preact/hooks";
-import type { RunRecord } from "../../src/core/records.ts";
-import { TERMINAL_STATES } from "../../src/core/run-state.ts";
+import { type RunRecord, TERMINAL_STATES } from "../../src/api/http-api.ts";
 import { api, type LiveStatus } from "./api.ts";
 import { Age, ErrorText, ErrorView, LiveDot, Loading, NoteInput, StateBadge, Time, useAction } from "./components.tsx";
 import { actorLabel, count, money } from "./format.ts";

@@ -1,6 +1,5 @@
 import { useLayoutEffect, useRef } from "preact/hooks";
-import type { RunRecord } from "../../src/core/records.ts";
-import { isSettled } from "../../src/core/run-state.ts";
+import { isSettled, type RunRecord } from "../../src/api/http-api.ts";
 import { Checkpoints } from "./checkpoints.tsx";
 import { ErrorText, JsonBlock, Loading, Section } from "./components.tsx";
 import { PendingItems, ResolvedWaits } from "./pending.tsx";

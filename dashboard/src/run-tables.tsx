@@ -1,6 +1,6 @@
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../src/core/records.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../../src/api/http-api.ts";
 import { api, type EffectEntry } from "./api.ts";
 import {
   ErrorText,

@@ -1,6 +1,5 @@
 import { useCallback, useEffect, useMemo, useRef, useState } from "preact/hooks";
-import type { RunRecord } from "../../src/core/records.ts";
-import { PAUSED_REASONS, RUN_STATES } from "../../src/core/run-state.ts";
+import { PAUSED_REASONS, RUN_STATES, type RunRecord } from "../../src/api/http-api.ts";
 import {
   type AgentInfo,
   api,

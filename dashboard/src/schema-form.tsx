@@ -1,6 +1,6 @@
 import type { ComponentChild } from "preact";
 import { useState } from "preact/hooks";
-import type { Json } from "../../src/core/records.ts";
+import type { Json } from "../../src/api/http-api.ts";
 
 /**
  * A form built from a question's JSON Schema (as `z.toJSONSchema` writes it): strings, numbers,

@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { Json } from "../../src/core/records.ts";
+import type { Json } from "../../src/api/http-api.ts";
 import { type AgentInfo, api } from "./api.ts";
 import { ErrorText, useAction } from "./components.tsx";
 import { navigate, runHref } from "./router.ts";
