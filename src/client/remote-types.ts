@@ -27,13 +27,13 @@ export interface RemoteRunFilter {
 }
 
 /** One page of runs, newest first (`nextCursor` null when there are no more). */
-export type RemoteRunPage = RunPage;
+export interface RemoteRunPage extends RunPage {}
 
 /** Who the token is. */
-export type RemotePrincipal = PrincipalInfo;
+export interface RemotePrincipal extends PrincipalInfo {}
 
 /** An agent the server knows. */
-export type RemoteAgent = AgentInfo;
+export interface RemoteAgent extends AgentInfo {}
 
 /** Everything recorded about a run (as `runtime.history`). */
 export interface RemoteRunHistory {
