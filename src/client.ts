@@ -8,18 +8,17 @@
  * const run = await client.run("report_builder", "build", { quarter: "2026-Q3" });
  * console.log(await run.result());
  */
-export {
-  CairnClient,
-  type CairnClientOptions,
-  type RemoteAgent,
-  type RemoteEvent,
-  type RemoteEventsOptions,
-  type RemotePrincipal,
-  type RemoteRunFilter,
-  type RemoteRunHandle,
-  type RemoteRunHistory,
-  type RemoteRunPage,
-  type RemoteStartOptions,
-} from "./client/cairn-client.ts";
+
+export { type RawSseEvent, readSse } from "./api/sse-reader.ts";
+export { CairnClient, type CairnClientOptions, type RemoteStartOptions } from "./client/cairn-client.ts";
 export { CairnHttpError } from "./client/http-error.ts";
-export { type RawSseEvent, readSse } from "./client/sse-reader.ts";
+export type {
+  RemoteAgent,
+  RemoteEvent,
+  RemoteEventsOptions,
+  RemotePrincipal,
+  RemoteRunFilter,
+  RemoteRunHandle,
+  RemoteRunHistory,
+  RemoteRunPage,
+} from "./client/remote-types.ts";

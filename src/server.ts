@@ -9,30 +9,22 @@
  * const server = createServer(runtime, { agents: [reportBuilder], tokens: loadTokens() });
  * const { url } = await serve(server, { host: "127.0.0.1", port: 4000 });
  */
+export type { ApiErrorBody, ApiErrorCode, ServerErrorCode } from "./api/error-body.ts";
+export type { RunPage } from "./api/responses.ts";
+export { type Permission, ROLE_PERMISSIONS, ROLES, type Role } from "./api/roles.ts";
+export type { TransitionEventData } from "./api/stream-events.ts";
 export { type CairnServer, createServer, type ServerOptions } from "./server/app.ts";
 export {
   LOCAL_ADMIN,
   type LoadTokensOptions,
   loadTokens,
-  type Permission,
   type Principal,
   parseTokensEnv,
-  ROLE_PERMISSIONS,
-  ROLES,
-  type Role,
   type TokenConfig,
   TokenConfigError,
 } from "./server/auth.ts";
-export {
-  type ApiErrorBody,
-  type ApiErrorCode,
-  ERROR_STATUS,
-  errorResponse,
-  type ServerErrorCode,
-} from "./server/errors.ts";
+export { ERROR_STATUS, errorResponse } from "./server/errors.ts";
 export { DEFAULT_BODY_LIMIT_BYTES } from "./server/json-body.ts";
-export type { RunPage } from "./server/run-list.ts";
-export type { TransitionEventData } from "./server/run-stream.ts";
 export {
   InsecureBindError,
   type ListeningServer,

@@ -1,12 +1,15 @@
-import { readSse } from "../../src/client/sse-reader.ts";
-import type {
-  EffectRecord,
-  Json,
-  RunRecord,
-  StepRecord,
-  TransitionRecord,
-  WaitRecord,
-} from "../../src/core/records.ts";
+import {
+  type AgentInfo,
+  type EffectEntry,
+  type Json,
+  type PrincipalInfo,
+  type RunPage,
+  type RunRecord,
+  readSse,
+  type StepRecord,
+  type TransitionRecord,
+  type WaitRecord,
+} from "../../src/api/http-api.ts";
 
 /**
  * The dashboard's client of the HTTP API (`/api/...`, served by the same server). A bearer token,
@@ -17,24 +20,9 @@ import type {
 
 const TOKEN_KEY = "cairn.token";
 
-export interface Me {
-  subject: string;
-  roles: string[];
-  auth: "token" | "none";
-}
-
-export interface AgentInfo {
-  name: string;
-  description: string;
-  version: string;
-  workflows: string[];
-}
-
-export interface EffectEntry {
-  seq: number;
-  name: string;
-  effect: EffectRecord;
-}
+/** Who the token is (`/api/me`). */
+export type Me = PrincipalInfo;
+export type { AgentInfo, EffectEntry };
 
 /** An error the API answered with (`{ error: { code, message } }`), or a network failure. */
 export class ApiError extends Error {
@@ -164,7 +152,7 @@ export function listRuns(filter: RunFilter, cursor?: string | null, limit = 50) 
   if (since !== undefined) q.set("since", String(since));
   q.set("limit", String(limit));
   if (cursor) q.set("cursor", cursor);
-  return get<{ runs: RunRecord[]; nextCursor: string | null }>(`/api/runs?${q}`);
+  return get<RunPage>(`/api/runs?${q}`);
 }
 
 export const api = {

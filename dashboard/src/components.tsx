@@ -1,8 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
-import type { SerializedError } from "../../src/core/errors.ts";
-import type { Json, StepRecord } from "../../src/core/records.ts";
-import type { RunState } from "../../src/core/run-state.ts";
+import type { Json, RunState, SerializedError, StepRecord } from "../../src/api/http-api.ts";
 import type { LiveStatus } from "./api.ts";
 import { ago, dateTime, pretty } from "./format.ts";
 

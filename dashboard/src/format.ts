@@ -1,4 +1,4 @@
-import type { Actor, Json } from "../../src/core/records.ts";
+import type { Actor, Json } from "../../src/api/http-api.ts";
 
 /** Text helpers: times, durations, money, JSON. */
 

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
-import type { Json, RunRecord, WaitRecord } from "../../src/core/records.ts";
+import type { Json, RunRecord, WaitRecord } from "../../src/api/http-api.ts";
 import { api } from "./api.ts";
 import { ErrorText, JsonBlock, NoteInput, StatusPill, Time, useAction, useNow } from "./components.tsx";
 import { actorLabel, dateTime, fields, oneLine, span, until } from "./format.ts";
@@ -117,40 +117,16 @@ function Approval(props: { run: RunRecord; wait: WaitRecord; onDone: () => void 
         <span class="kind">approval</span>
         <span class="muted small">{wait.id}</span>
       </div>
-      <dl class="facts">
-        <dt>Action</dt>
-        <dd>
-          <strong data-testid="approval-action">{details.action ?? wait.name}</strong>
-        </dd>
-        <dt>Approves exactly</dt>
-        <dd>
-          <JsonBlock value={details.payload ?? null} testid="approval-payload" />
-        </dd>
-        <dt>Digest</dt>
-        <dd>
-          <code class="digest" data-testid="approval-digest">
-            {digest || "—"}
-          </code>
-        </dd>
-        <dt>Approvers</dt>
-        <dd>
-          {approvers.length ? approvers.join(", ") : <span class="muted">anyone allowed to decide</span>}
-          {notListed && <span class="warn"> (you, {me.subject}, are not one of them)</span>}
-        </dd>
-        <dt>Expires</dt>
-        <dd data-testid="approval-expiry">
-          {expiresAt === null ? (
-            <span class="muted">never</span>
-          ) : (
-            <>
-              {dateTime(expiresAt)}{" "}
-              <span class={expired ? "expired" : "countdown"}>
-                ({expired ? `expired ${until(expiresAt, now)}` : `${span(expiresAt - now)} left`})
-              </span>
-            </>
-          )}
-        </dd>
-      </dl>
+      <ApprovalFacts
+        wait={wait}
+        details={details}
+        digest={digest}
+        approvers={approvers}
+        notListed={notListed ? me.subject : null}
+        expiresAt={expiresAt}
+        expired={expired}
+        now={now}
+      />
       {decided ? (
         <p class="ok">{decided}</p>
       ) : (
@@ -180,6 +156,57 @@ function Approval(props: { run: RunRecord; wait: WaitRecord; onDone: () => void 
       )}
       <ErrorText error={action.error} testid="approval-error" />
     </div>
+  );
+}
+
+/** What is to be approved, exactly, by whom, until when. */
+function ApprovalFacts(props: {
+  wait: WaitRecord;
+  details: Partial<ApprovalDetails>;
+  digest: string;
+  approvers: string[];
+  /** The signed-in subject when the approvers do not include it. */
+  notListed: string | null;
+  expiresAt: number | null;
+  expired: boolean;
+  now: number;
+}) {
+  const { wait, details, digest, approvers, expiresAt, expired, now } = props;
+  return (
+    <dl class="facts">
+      <dt>Action</dt>
+      <dd>
+        <strong data-testid="approval-action">{details.action ?? wait.name}</strong>
+      </dd>
+      <dt>Approves exactly</dt>
+      <dd>
+        <JsonBlock value={details.payload ?? null} testid="approval-payload" />
+      </dd>
+      <dt>Digest</dt>
+      <dd>
+        <code class="digest" data-testid="approval-digest">
+          {digest || "—"}
+        </code>
+      </dd>
+      <dt>Approvers</dt>
+      <dd>
+        {approvers.length ? approvers.join(", ") : <span class="muted">anyone allowed to decide</span>}
+        {props.notListed !== null && <span class="warn"> (you, {props.notListed}, are not one of them)</span>}
+      </dd>
+      <dt>Expires</dt>
+      <dd data-testid="approval-expiry">
+        {expiresAt === null ? (
+          <span class="muted">never</span>
+        ) : (
+          <>
+            {dateTime(expiresAt)}{" "}
+            <span class={expired ? "expired" : "countdown"}>
+              ({expired ? `expired ${until(expiresAt, now)}` : `${span(expiresAt - now)} left`})
+            </span>
+          </>
+        )}
+      </dd>
+    </dl>
   );
 }
 

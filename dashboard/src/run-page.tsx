@@ -1,12 +1,12 @@
 import { useLayoutEffect, useRef } from "preact/hooks";
-import type { RunRecord } from "../../src/core/records.ts";
-import { isSettled } from "../../src/core/run-state.ts";
+import { isSettled, type RunRecord, type StepRecord, type WaitRecord } from "../../src/api/http-api.ts";
+import type { EffectEntry } from "./api.ts";
 import { Checkpoints } from "./checkpoints.tsx";
 import { ErrorText, JsonBlock, Loading, Section } from "./components.tsx";
 import { PendingItems, ResolvedWaits } from "./pending.tsx";
 import { useRunData } from "./run-data.ts";
 import { RunHeader } from "./run-header.tsx";
-import { EffectsTable, StepsTable, Timeline } from "./run-tables.tsx";
+import { EffectsTable, StepsTable, type StreamText, Timeline } from "./run-tables.tsx";
 
 /**
  * One run: its state and what can be done about it, what it waits for, the transition timeline,
@@ -19,27 +19,9 @@ export function RunPage(props: { id: string }) {
   const { data, errors, notFound, streams, live, refresh } = useRunData(id);
   const { run, transitions, steps, effects, waits } = data;
 
-  if (notFound && !run) {
-    return (
-      <div class="page">
-        <p>
-          <a href="#/runs">← Runs</a>
-        </p>
-        <h1>Run not found</h1>
-        <p class="muted">
-          No run <code>{id}</code>: {errors.run}
-        </p>
-      </div>
-    );
-  }
+  if (notFound && !run) return <RunNotFound id={id} error={errors.run} />;
 
-  const inFlight = [...streams.entries()].filter(([seq, s]) => {
-    const step = steps?.find((x) => x.seq === seq);
-    return s.text && (!step || step.status === "started");
-  });
   const settled = run ? isSettled(run.state) : false;
-  const openWaits = waits?.filter((w) => w.status === "open") ?? [];
-  const unknownEffects = effects?.filter((e) => e.effect.status === "unknown") ?? [];
 
   return (
     <div class="page run-page">
@@ -48,81 +30,18 @@ export function RunPage(props: { id: string }) {
       </p>
       <RunHeader id={id} run={run} live={live} error={errors.run} onDone={refresh} />
 
-      {(openWaits.length > 0 || (run?.state === "NEEDS_RECONCILIATION" && unknownEffects.length > 0)) && run && (
-        <Section title="Pending">
-          <PendingItems run={run} waits={waits ?? []} onDone={refresh} />
-          {run.state === "NEEDS_RECONCILIATION" && unknownEffects.length > 0 && (
-            <div class="item reconcile-needed" data-testid="pending-reconcile">
-              <div class="item-head">
-                <span class="kind">reconcile</span>
-              </div>
-              <p>
-                Nobody can tell whether{" "}
-                {unknownEffects.map((e, i) => (
-                  <span key={e.effect.id}>
-                    {i > 0 && ", "}
-                    <code>{e.name}</code> ({e.effect.id})
-                  </span>
-                ))}{" "}
-                happened. Check the outside world, then mark each effect in the{" "}
-                <button
-                  type="button"
-                  class="link"
-                  onClick={() => document.getElementById("effects")?.scrollIntoView({ behavior: "smooth" })}
-                >
-                  effect ledger
-                </button>{" "}
-                as applied or not applied.
-              </p>
-            </div>
-          )}
-        </Section>
-      )}
+      {run && <PendingSection run={run} waits={waits} effects={effects} onDone={refresh} />}
 
-      {inFlight.length > 0 && (
-        <Section title="Model output (streaming)">
-          {inFlight.map(([seq, s]) => (
-            <div key={seq} class="stream-box" data-testid={`stream-${seq}`}>
-              <div class="small muted">
-                step {seq}, attempt {s.attempt}
-                {s.done ? "" : " …"}
-              </div>
-              <StreamBox text={s.text} />
-            </div>
-          ))}
-        </Section>
-      )}
+      <StreamingSection streams={streams} steps={steps} />
 
       <Section title="Timeline">
         <ErrorText error={errors.transitions ?? null} />
         {transitions ? <Timeline transitions={transitions} /> : !errors.transitions && <Loading />}
       </Section>
 
-      <Section title="Steps" aside={steps && <span class="muted small">{steps.length}</span>}>
-        <ErrorText error={errors.steps ?? null} />
-        {steps ? (
-          steps.length ? (
-            <StepsTable steps={steps} streams={streams} settled={settled} />
-          ) : (
-            <p class="empty">No steps yet.</p>
-          )
-        ) : (
-          !errors.steps && <Loading />
-        )}
-      </Section>
+      <StepsSection steps={steps} streams={streams} settled={settled} error={errors.steps} />
 
-      <Section title="Effect ledger" id="effects">
-        <ErrorText error={errors.effects ?? null} />
-        {effects && run ? (
-          effects.length ? (
-            <EffectsTable run={run} effects={effects} onDone={refresh} />
-          ) : (
-            <p class="empty">No effects.</p>
-          )
-        ) : (
-          !errors.effects && <Loading />
-        )}
-      </Section>
+      <EffectsSection run={run} effects={effects} error={errors.effects} onDone={refresh} />
 
       {waits?.some((w) => w.status !== "open") && (
         <Section title="Waits">
@@ -139,6 +58,136 @@ export function RunPage(props: { id: string }) {
 
       {run && <RunData run={run} />}
     </div>
+  );
+}
+
+function RunNotFound(props: { id: string; error: string | undefined }) {
+  return (
+    <div class="page">
+      <p>
+        <a href="#/runs">← Runs</a>
+      </p>
+      <h1>Run not found</h1>
+      <p class="muted">
+        No run <code>{props.id}</code>: {props.error}
+      </p>
+    </div>
+  );
+}
+
+/** What the run waits for, and the effects to reconcile when it needs reconciliation; nothing when neither. */
+function PendingSection(props: {
+  run: RunRecord;
+  waits: WaitRecord[] | null;
+  effects: EffectEntry[] | null;
+  onDone: () => void;
+}) {
+  const { run, waits } = props;
+  const openWaits = waits?.filter((w) => w.status === "open") ?? [];
+  const unknownEffects = props.effects?.filter((e) => e.effect.status === "unknown") ?? [];
+  const reconcile = run.state === "NEEDS_RECONCILIATION" && unknownEffects.length > 0;
+  if (openWaits.length === 0 && !reconcile) return null;
+  return (
+    <Section title="Pending">
+      <PendingItems run={run} waits={waits ?? []} onDone={props.onDone} />
+      {reconcile && <ReconcileNeeded unknownEffects={unknownEffects} />}
+    </Section>
+  );
+}
+
+function ReconcileNeeded(props: { unknownEffects: EffectEntry[] }) {
+  return (
+    <div class="item reconcile-needed" data-testid="pending-reconcile">
+      <div class="item-head">
+        <span class="kind">reconcile</span>
+      </div>
+      <p>
+        Nobody can tell whether{" "}
+        {props.unknownEffects.map((e, i) => (
+          <span key={e.effect.id}>
+            {i > 0 && ", "}
+            <code>{e.name}</code> ({e.effect.id})
+          </span>
+        ))}{" "}
+        happened. Check the outside world, then mark each effect in the{" "}
+        <button
+          type="button"
+          class="link"
+          onClick={() => document.getElementById("effects")?.scrollIntoView({ behavior: "smooth" })}
+        >
+          effect ledger
+        </button>{" "}
+        as applied or not applied.
+      </p>
+    </div>
+  );
+}
+
+/** The text model calls are streaming, for steps still running; nothing when there is none. */
+function StreamingSection(props: { streams: ReadonlyMap<number, StreamText>; steps: StepRecord[] | null }) {
+  const inFlight = [...props.streams.entries()].filter(([seq, s]) => {
+    const step = props.steps?.find((x) => x.seq === seq);
+    return s.text && (!step || step.status === "started");
+  });
+  if (inFlight.length === 0) return null;
+  return (
+    <Section title="Model output (streaming)">
+      {inFlight.map(([seq, s]) => (
+        <div key={seq} class="stream-box" data-testid={`stream-${seq}`}>
+          <div class="small muted">
+            step {seq}, attempt {s.attempt}
+            {s.done ? "" : " …"}
+          </div>
+          <StreamBox text={s.text} />
+        </div>
+      ))}
+    </Section>
+  );
+}
+
+function StepsSection(props: {
+  steps: StepRecord[] | null;
+  streams: ReadonlyMap<number, StreamText>;
+  settled: boolean;
+  error: string | undefined;
+}) {
+  const { steps } = props;
+  return (
+    <Section title="Steps" aside={steps && <span class="muted small">{steps.length}</span>}>
+      <ErrorText error={props.error ?? null} />
+      {steps ? (
+        steps.length ? (
+          <StepsTable steps={steps} streams={props.streams} settled={props.settled} />
+        ) : (
+          <p class="empty">No steps yet.</p>
+        )
+      ) : (
+        !props.error && <Loading />
+      )}
+    </Section>
+  );
+}
+
+function EffectsSection(props: {
+  run: RunRecord | null;
+  effects: EffectEntry[] | null;
+  error: string | undefined;
+  onDone: () => void;
+}) {
+  const { run, effects } = props;
+  return (
+    <Section title="Effect ledger" id="effects">
+      <ErrorText error={props.error ?? null} />
+      {effects && run ? (
+        effects.length ? (
+          <EffectsTable run={run} effects={effects} onDone={props.onDone} />
+        ) : (
+          <p class="empty">No effects.</p>
+        )
+      ) : (
+        !props.error && <Loading />
+      )}
+    </Section>
   );
 }
 

@@ -1,6 +1,6 @@
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../src/core/records.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../../src/api/http-api.ts";
 import { api, type EffectEntry } from "./api.ts";
 import {
   ErrorText,
@@ -89,78 +89,101 @@ export function StepsTable(props: {
           </tr>
         </thead>
         <tbody>
-          {props.steps.map((step) => {
-            const failedAttempts = step.attempts.filter((a) => a.error).length;
-            const isOpen = open.has(step.seq);
-            const stream = props.streams.get(step.seq);
-            return (
-              <Fragment key={step.seq}>
-                <tr
-                  data-testid={`step-row-${step.seq}`}
-                  class={`clickable${isOpen ? " open" : ""}`}
-                  onClick={() => toggle(step.seq)}
-                >
-                  <td class="num">
-                    <span class="caret">{isOpen ? "▾" : "▸"}</span>
-                    {step.seq}
-                  </td>
-                  <td>
-                    <span class={`kind kind-${step.kind}`}>{step.kind}</span>
-                  </td>
-                  <td class="wrap">
-                    <code>{step.name}</code>
-                    {step.effect && <span class="pill tone-purple small">effect</span>}
-                  </td>
-                  <td>
-                    <StatusPill status={step.status} />
-                  </td>
-                  <td class="nowrap small" title={dateTime(step.startedAt)}>
-                    {clockMs(step.startedAt)}
-                  </td>
-                  <td class="num nowrap">
-                    {step.endedAt !== null ? (
-                      span(step.endedAt - step.startedAt)
-                    ) : props.settled ? (
-                      <span class="muted" title="the run settled before this step ended">
-                        unfinished
-                      </span>
-                    ) : (
-                      <RunningFor since={step.startedAt} />
-                    )}
-                  </td>
-                  <td class="num">
-                    <button
-                      type="button"
-                      class="link"
-                      title="show attempts"
-                      onClick={(e) => {
-                        e.stopPropagation();
-                        toggle(step.seq);
-                      }}
-                      data-testid={`attempts-${step.seq}`}
-                    >
-                      {step.attempts.length}
-                    </button>
-                    {failedAttempts > 0 && <span class="bad small"> ({failedAttempts} failed)</span>}
-                  </td>
-                  <td class="num nowrap small">
-                    {step.usage ? `${count(step.usage.inputTokens)} / ${count(step.usage.outputTokens)}` : ""}
-                  </td>
-                  <td class="num">{step.usage ? money(step.usage.costUsd) : ""}</td>
-                </tr>
-                {isOpen && (
-                  <tr class="detail">
-                    <td colSpan={9}>
-                      <StepDetail step={step} stream={stream} />
-                    </td>
-                  </tr>
-                )}
-              </Fragment>
-            );
-          })}
+          {props.steps.map((step) => (
+            <StepRow
+              key={step.seq}
+              step={step}
+              stream={props.streams.get(step.seq)}
+              isOpen={open.has(step.seq)}
+              toggle={toggle}
+              settled={props.settled}
+            />
+          ))}
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** A step's row, and its details below it when open. */
+function StepRow(props: {
+  step: StepRecord;
+  stream: StreamText | undefined;
+  isOpen: boolean;
+  toggle: (seq: number) => void;
+  settled: boolean;
+}) {
+  const { step } = props;
+  const failedAttempts = step.attempts.filter((a) => a.error).length;
+  return (
+    <Fragment>
+      <tr
+        data-testid={`step-row-${step.seq}`}
+        class={`clickable${props.isOpen ? " open" : ""}`}
+        onClick={() => props.toggle(step.seq)}
+      >
+        <td class="num">
+          <span class="caret">{props.isOpen ? "▾" : "▸"}</span>
+          {step.seq}
+        </td>
+        <td>
+          <span class={`kind kind-${step.kind}`}>{step.kind}</span>
+        </td>
+        <td class="wrap">
+          <code>{step.name}</code>
+          {step.effect && <span class="pill tone-purple small">effect</span>}
+        </td>
+        <td>
+          <StatusPill status={step.status} />
+        </td>
+        <td class="nowrap small" title={dateTime(step.startedAt)}>
+          {clockMs(step.startedAt)}
+        </td>
+        <td class="num nowrap">
+          <StepDuration step={step} settled={props.settled} />
+        </td>
+        <td class="num">
+          <button
+            type="button"
+            class="link"
+            title="show attempts"
+            onClick={(e) => {
+              e.stopPropagation();
+              props.toggle(step.seq);
+            }}
+            data-testid={`attempts-${step.seq}`}
+          >
+            {step.attempts.length}
+          </button>
+          {failedAttempts > 0 && <span class="bad small"> ({failedAttempts} failed)</span>}
+        </td>
+        <td class="num nowrap small">
+          {step.usage ? `${count(step.usage.inputTokens)} / ${count(step.usage.outputTokens)}` : ""}
+        </td>
+        <td class="num">{step.usage ? money(step.usage.costUsd) : ""}</td>
+      </tr>
+      {props.isOpen && (
+        <tr class="detail">
+          <td colSpan={9}>
+            <StepDetail step={step} stream={props.stream} />
+          </td>
+        </tr>
+      )}
+    </Fragment>
+  );
+}
+
+/** How long a step took, or has been running; "unfinished" once the run settled without it. */
+function StepDuration(props: { step: StepRecord; settled: boolean }) {
+  const { step } = props;
+  return step.endedAt !== null ? (
+    span(step.endedAt - step.startedAt)
+  ) : props.settled ? (
+    <span class="muted" title="the run settled before this step ended">
+      unfinished
+    </span>
+  ) : (
+    <RunningFor since={step.startedAt} />
   );
 }
 

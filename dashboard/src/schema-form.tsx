@@ -1,6 +1,6 @@
-import type { ComponentChild } from "preact";
 import { useState } from "preact/hooks";
-import type { Json } from "../../src/core/records.ts";
+import type { Json } from "../../src/api/http-api.ts";
+import { asSchema, build, type Field, initial, join, type Shape, shapeOf, type Values } from "./schema-shape.ts";
 
 /**
  * A form built from a question's JSON Schema (as `z.toJSONSchema` writes it): strings, numbers,
@@ -10,153 +10,6 @@ import type { Json } from "../../src/core/records.ts";
  * Field inputs carry `data-testid="answer-field-<path>"` (path: property names joined by "."); a
  * whole answer that is a single box is `answer-input`.
  */
-
-type Schema = { [key: string]: Json };
-
-function asSchema(value: Json | undefined): Schema | null {
-  return value && typeof value === "object" && !Array.isArray(value) ? value : null;
-}
-
-/** What kind of input a (sub)schema gets. */
-type Field =
-  | { kind: "string"; format?: string; multiline: boolean }
-  | { kind: "number"; integer: boolean }
-  | { kind: "boolean" }
-  | { kind: "enum"; options: Json[] }
-  | { kind: "const"; value: Json }
-  | { kind: "object"; properties: [string, Schema][]; required: Set<string> }
-  | { kind: "json" };
-
-interface Shape {
-  field: Field;
-  nullable: boolean;
-  schema: Schema;
-}
-
-/** The shape of a schema, after unwrapping `anyOf: [X, {type: "null"}]` and `type: [X, "null"]`. */
-function shapeOf(schema: Schema): Shape {
-  let s = schema;
-  let nullable = false;
-  const union = (s.anyOf ?? s.oneOf) as Json[] | undefined;
-  if (Array.isArray(union)) {
-    const branches = union.map(asSchema).filter((b): b is Schema => b !== null);
-    const nonNull = branches.filter((b) => b.type !== "null");
-    if (nonNull.length < branches.length) nullable = true;
-    if (nonNull.length === 1 && nonNull[0])
-      s = { ...nonNull[0], description: s.description ?? nonNull[0].description ?? null };
-    else if (nonNull.every((b) => "const" in b)) {
-      return { field: { kind: "enum", options: nonNull.map((b) => b.const as Json) }, nullable, schema: s };
-    } else return { field: { kind: "json" }, nullable, schema: s };
-  }
-  let type = s.type;
-  if (Array.isArray(type)) {
-    const types = type.filter((t) => t !== "null");
-    if (types.length < type.length) nullable = true;
-    type = types.length === 1 ? (types[0] ?? null) : null;
-  }
-  if (Array.isArray(s.enum)) return { field: { kind: "enum", options: s.enum }, nullable, schema: s };
-  if ("const" in s) return { field: { kind: "const", value: s.const as Json }, nullable, schema: s };
-  switch (type) {
-    case "string": {
-      const max = typeof s.maxLength === "number" ? s.maxLength : undefined;
-      const format = typeof s.format === "string" ? s.format : undefined;
-      return {
-        field: { kind: "string", multiline: max !== undefined && max > 200, ...(format ? { format } : {}) },
-        nullable,
-        schema: s,
-      };
-    }
-    case "number":
-    case "integer":
-      return { field: { kind: "number", integer: type === "integer" }, nullable, schema: s };
-    case "boolean":
-      return { field: { kind: "boolean" }, nullable, schema: s };
-    case "object": {
-      const props = asSchema(s.properties ?? null);
-      if (!props) return { field: { kind: "json" }, nullable, schema: s };
-      const properties = Object.entries(props)
-        .map(([name, sub]) => [name, asSchema(sub)] as const)
-        .filter((entry): entry is [string, Schema] => entry[1] !== null);
-      const required = new Set(Array.isArray(s.required) ? s.required.filter((r) => typeof r === "string") : []);
-      return { field: { kind: "object", properties, required }, nullable, schema: s };
-    }
-    default:
-      return { field: { kind: "json" }, nullable, schema: s };
-  }
-}
-
-/** Input values by path: strings for text, numbers and JSON boxes, booleans for checkboxes. */
-type Values = Record<string, string | boolean>;
-
-function initial(shape: Shape, path: string, into: Values): void {
-  const def = shape.schema.default;
-  const { field } = shape;
-  switch (field.kind) {
-    case "object":
-      for (const [name, sub] of field.properties) initial(shapeOf(sub), join(path, name), into);
-      return;
-    case "boolean":
-      into[path] = typeof def === "boolean" ? def : false;
-      return;
-    case "enum":
-      into[path] = def !== undefined ? JSON.stringify(def) : "";
-      return;
-    case "json":
-      into[path] = def !== undefined ? JSON.stringify(def, null, 2) : "";
-      return;
-    case "const":
-      return;
-    default:
-      into[path] = def === undefined || def === null ? "" : String(def);
-  }
-}
-
-const join = (path: string, name: string) => (path ? `${path}.${name}` : name);
-
-class FieldError extends Error {}
-
-/** The answer the inputs make, or a FieldError naming the field. */
-function build(shape: Shape, path: string, values: Values, required: boolean): Json | undefined {
-  const { field } = shape;
-  const label = path || "the answer";
-  const raw = values[path];
-  const empty = raw === undefined || raw === "";
-  if (field.kind !== "object" && field.kind !== "boolean" && field.kind !== "const" && empty) {
-    if (shape.nullable) return null;
-    if (required) throw new FieldError(`${label} is required`);
-    return undefined;
-  }
-  switch (field.kind) {
-    case "object": {
-      const out: { [key: string]: Json } = {};
-      for (const [name, sub] of field.properties) {
-        const v = build(shapeOf(sub), join(path, name), values, field.required.has(name));
-        if (v !== undefined) out[name] = v;
-      }
-      return out;
-    }
-    case "boolean":
-      return raw === true;
-    case "const":
-      return field.value;
-    case "enum":
-      return JSON.parse(String(raw)) as Json;
-    case "number": {
-      const n = Number(raw);
-      if (!Number.isFinite(n)) throw new FieldError(`${label} must be a number`);
-      if (field.integer && !Number.isInteger(n)) throw new FieldError(`${label} must be a whole number`);
-      return n;
-    }
-    case "json":
-      try {
-        return JSON.parse(String(raw)) as Json;
-      } catch (e) {
-        throw new FieldError(`${label} is not JSON: ${(e as Error).message}`);
-      }
-    default:
-      return String(raw);
-  }
-}
 
 export function SchemaForm(props: {
   /** Makes the inputs' ids unique on the page (e.g. the wait's id). */
@@ -232,7 +85,7 @@ export function SchemaForm(props: {
   );
 }
 
-function FieldView(props: {
+interface FieldProps {
   shape: Shape;
   path: string;
   name: string;
@@ -240,7 +93,10 @@ function FieldView(props: {
   idBase: string;
   values: Values;
   set: (path: string, value: string | boolean) => void;
-}) {
+}
+
+/** One field of the form: its label, input and hints (an object's fields, nested). */
+function FieldView(props: FieldProps) {
   const { shape, path, values, set } = props;
   const { field, schema } = shape;
   const description = typeof schema.description === "string" ? schema.description : null;
@@ -248,35 +104,69 @@ function FieldView(props: {
   const testid = path ? `answer-field-${path}` : "answer-input";
   const id = `${props.idBase}-${path || "value"}`;
   const value = values[path];
+
+  if (field.kind === "object") return <ObjectFields {...props} field={field} title={title} description={description} />;
+
+  return (
+    <div class={field.kind === "boolean" ? "field inline" : "field"}>
+      {(path || field.kind === "boolean") && (
+        <label class="field-name" htmlFor={id}>
+          {title || "answer"}
+          {props.required && !shape.nullable && field.kind !== "boolean" && <span class="req">*</span>}
+        </label>
+      )}
+      <FieldInput shape={shape} path={path} id={id} testid={testid} required={props.required} value={value} set={set} />
+      {description && <span class="hint">{description}</span>}
+      {typeof schema.pattern === "string" && <span class="hint mono">pattern {schema.pattern}</span>}
+    </div>
+  );
+}
+
+/** An object's fields, nested in a fieldset unless it is the whole answer. */
+function ObjectFields(
+  props: FieldProps & { field: Extract<Field, { kind: "object" }>; title: string; description: string | null },
+) {
+  const { field, path, values, set, title, description } = props;
+  const inner = field.properties.map(([name, sub]) => (
+    <FieldView
+      key={name}
+      shape={shapeOf(sub)}
+      path={join(path, name)}
+      name={name}
+      required={field.required.has(name)}
+      idBase={props.idBase}
+      values={values}
+      set={set}
+    />
+  ));
+  if (!path) return <div class="fields">{inner}</div>;
+  return (
+    <fieldset class="fields nested">
+      <legend>{title}</legend>
+      {description && <p class="hint">{description}</p>}
+      {inner}
+    </fieldset>
+  );
+}
+
+interface InputProps {
+  shape: Shape;
+  path: string;
+  id: string;
+  testid: string;
+  required: boolean;
+  value: string | boolean | undefined;
+  set: (path: string, value: string | boolean) => void;
+}
+
+/** The input of one field that is not an object. */
+function FieldInput(props: InputProps) {
+  const { shape, path, id, testid, value, set } = props;
+  const { field } = shape;
   const text = typeof value === "string" ? value : "";
-
-  if (field.kind === "object") {
-    const inner = field.properties.map(([name, sub]) => (
-      <FieldView
-        key={name}
-        shape={shapeOf(sub)}
-        path={join(path, name)}
-        name={name}
-        required={field.required.has(name)}
-        idBase={props.idBase}
-        values={values}
-        set={set}
-      />
-    ));
-    if (!path) return <div class="fields">{inner}</div>;
-    return (
-      <fieldset class="fields nested">
-        <legend>{title}</legend>
-        {description && <p class="hint">{description}</p>}
-        {inner}
-      </fieldset>
-    );
-  }
-
-  let input: ComponentChild;
   switch (field.kind) {
     case "boolean":
-      input = (
+      return (
         <input
           type="checkbox"
           name={path}
@@ -286,30 +176,12 @@ function FieldView(props: {
           data-testid={testid}
         />
       );
-      break;
     case "enum":
-      input = (
-        <select
-          name={path}
-          id={id}
-          value={text}
-          onChange={(e) => set(path, e.currentTarget.value)}
-          data-testid={testid}
-        >
-          <option value="">{props.required && !shape.nullable ? "choose…" : "—"}</option>
-          {field.options.map((o) => (
-            <option key={JSON.stringify(o)} value={JSON.stringify(o)}>
-              {typeof o === "string" ? o : JSON.stringify(o)}
-            </option>
-          ))}
-        </select>
-      );
-      break;
+      return <EnumSelect {...props} options={field.options} text={text} />;
     case "const":
-      input = <code data-testid={testid}>{JSON.stringify(field.value)}</code>;
-      break;
+      return <code data-testid={testid}>{JSON.stringify(field.value)}</code>;
     case "number":
-      input = (
+      return (
         <input
           type="number"
           name={path}
@@ -320,9 +192,8 @@ function FieldView(props: {
           data-testid={testid}
         />
       );
-      break;
     case "json":
-      input = (
+      return (
         <textarea
           class="mono"
           name={path}
@@ -334,41 +205,48 @@ function FieldView(props: {
           data-testid={testid}
         />
       );
-      break;
     default:
-      input = field.multiline ? (
-        <textarea
-          name={path}
-          id={id}
-          rows={2}
-          value={text}
-          onInput={(e) => set(path, e.currentTarget.value)}
-          data-testid={testid}
-          {...(typeof schema.pattern === "string" ? { title: `pattern: ${schema.pattern}` } : {})}
-        />
-      ) : (
-        <input
-          type="text"
-          name={path}
-          id={id}
-          value={text}
-          onInput={(e) => set(path, e.currentTarget.value)}
-          data-testid={testid}
-        />
-      );
+      return <TextInput {...props} multiline={field.kind === "string" && field.multiline} text={text} />;
   }
+}
 
+/** The options of an enum field, each sent as its JSON. */
+function EnumSelect(props: InputProps & { options: Json[]; text: string }) {
+  const { shape, path, id, testid, set, text } = props;
   return (
-    <div class={field.kind === "boolean" ? "field inline" : "field"}>
-      {(path || field.kind === "boolean") && (
-        <label class="field-name" htmlFor={id}>
-          {title || "answer"}
-          {props.required && !shape.nullable && field.kind !== "boolean" && <span class="req">*</span>}
-        </label>
-      )}
-      {input}
-      {description && <span class="hint">{description}</span>}
-      {typeof schema.pattern === "string" && <span class="hint mono">pattern {schema.pattern}</span>}
-    </div>
+    <select name={path} id={id} value={text} onChange={(e) => set(path, e.currentTarget.value)} data-testid={testid}>
+      <option value="">{props.required && !shape.nullable ? "choose…" : "—"}</option>
+      {props.options.map((o) => (
+        <option key={JSON.stringify(o)} value={JSON.stringify(o)}>
+          {typeof o === "string" ? o : JSON.stringify(o)}
+        </option>
+      ))}
+    </select>
+  );
+}
+
+/** A string field: a text box, or an area for long strings (with its pattern as the title). */
+function TextInput(props: InputProps & { multiline: boolean; text: string }) {
+  const { shape, path, id, testid, set, text } = props;
+  const { schema } = shape;
+  return props.multiline ? (
+    <textarea
+      name={path}
+      id={id}
+      rows={2}
+      value={text}
+      onInput={(e) => set(path, e.currentTarget.value)}
+      data-testid={testid}
+      {...(typeof schema.pattern === "string" ? { title: `pattern: ${schema.pattern}` } : {})}
+    />
+  ) : (
+    <input
+      type="text"
+      name={path}
+      id={id}
+      value={text}
+      onInput={(e) => set(path, e.currentTarget.value)}
+      data-testid={testid}
+    />
   );
 }

@@ -1,22 +1,18 @@
 import { createContext } from "preact";
 import { useContext } from "preact/hooks";
+import { ROLE_PERMISSIONS, type Permission as RolePermission } from "../../src/api/http-api.ts";
 import type { Me } from "./api.ts";
 
 /**
- * Who is signed in (`/api/me`), for the whole page. The roles decide which actions are offered:
- * `operate` (start, signal, answer, cancel, resume, reconcile, accept, reject) needs operator or
- * admin, `approve` (approve, deny) approver or admin. Before /api/me answers, everything is
- * offered and the server decides.
+ * Who is signed in (`/api/me`), for the whole page. The roles decide which actions are offered,
+ * by the server's table (`ROLE_PERMISSIONS`): `operate` (start, signal, answer, cancel, resume,
+ * reconcile, accept, reject) needs operator or admin, `approve` (approve, deny) approver or admin.
+ * Before /api/me answers, everything is offered and the server decides.
  */
 export const MeContext = createContext<Me | null>(null);
 
-export type Permission = "operate" | "approve";
-
-const GRANTS: Record<string, readonly Permission[]> = {
-  operator: ["operate"],
-  approver: ["approve"],
-  admin: ["operate", "approve"],
-};
+/** What an action needs (every role may read). */
+export type Permission = Exclude<RolePermission, "read">;
 
 export function useMe(): Me | null {
   return useContext(MeContext);
@@ -26,7 +22,8 @@ export function useMe(): Me | null {
 export function useCan(permission: Permission): boolean {
   const me = useMe();
   if (!me || me.auth === "none") return true;
-  return me.roles.some((role) => GRANTS[role]?.includes(permission));
+  // `?.`: a role this build does not know (a newer server) grants nothing here.
+  return me.roles.some((role) => ROLE_PERMISSIONS[role]?.includes(permission));
 }
 
 /** Why an action is not offered, for a tooltip. */

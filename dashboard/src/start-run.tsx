@@ -1,5 +1,5 @@
 import { useState } from "preact/hooks";
-import type { Json } from "../../src/core/records.ts";
+import type { Json } from "../../src/api/http-api.ts";
 import { type AgentInfo, api } from "./api.ts";
 import { ErrorText, useAction } from "./components.tsx";
 import { navigate, runHref } from "./router.ts";
@@ -19,12 +19,7 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
   const workflows = chosenAgent?.workflows ?? [];
   const chosenWorkflow = workflows.includes(workflow) ? workflow : (workflows[0] ?? "");
 
-  let parsed: { ok: true; value: Json } | { ok: false; message: string };
-  try {
-    parsed = { ok: true, value: (input.trim() === "" ? null : JSON.parse(input)) as Json };
-  } catch (e) {
-    parsed = { ok: false, message: (e as Error).message };
-  }
+  const parsed = parseInput(input);
 
   const submit = async (e: Event) => {
     e.preventDefault();
@@ -45,54 +40,16 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
     <form class="start-run card" data-testid="start-run-form" onSubmit={submit}>
       <h2>Start a run</h2>
       <div class="row">
-        <label>
-          Agent
-          <select
-            name="agent"
-            value={chosenAgent?.name ?? ""}
-            onChange={(e) => {
-              setAgent(e.currentTarget.value);
-              setWorkflow("");
-            }}
-            data-testid="start-agent"
-          >
-            {agents.length === 0 && <option value="">{props.agents === null ? "loading…" : "no agents"}</option>}
-            {agents.length > 1 && !chosenAgent && <option value="">choose…</option>}
-            {agents.map((a) => (
-              <option key={a.name} value={a.name} title={a.description}>
-                {a.name}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label>
-          Workflow
-          <select
-            name="workflow"
-            value={chosenWorkflow}
-            onChange={(e) => setWorkflow(e.currentTarget.value)}
-            disabled={!chosenAgent}
-            data-testid="start-workflow"
-          >
-            {workflows.map((w) => (
-              <option key={w} value={w}>
-                {w}
-              </option>
-            ))}
-          </select>
-        </label>
-        <label class="grow">
-          Input (JSON)
-          <textarea
-            name="input"
-            rows={1}
-            spellcheck={false}
-            class={`mono${parsed.ok ? "" : " invalid"}`}
-            value={input}
-            onInput={(e) => setInput(e.currentTarget.value)}
-            data-testid="start-input"
-          />
-        </label>
+        <AgentSelect
+          agents={props.agents}
+          chosen={chosenAgent}
+          onChange={(name) => {
+            setAgent(name);
+            setWorkflow("");
+          }}
+        />
+        <WorkflowSelect workflows={workflows} chosen={chosenWorkflow} disabled={!chosenAgent} onChange={setWorkflow} />
+        <InputBox value={input} valid={parsed.ok} onInput={setInput} />
         <label>
           Key (optional)
           <input
@@ -117,5 +74,86 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
       {chosenAgent?.description && <p class="muted small desc">{chosenAgent.description}</p>}
       <ErrorText error={action.error} testid="start-error" />
     </form>
+  );
+}
+
+/** The input as typed: JSON (empty is null), or why it is not. */
+function parseInput(input: string): { ok: true; value: Json } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: (input.trim() === "" ? null : JSON.parse(input)) as Json };
+  } catch (e) {
+    return { ok: false, message: (e as Error).message };
+  }
+}
+
+function AgentSelect(props: {
+  agents: AgentInfo[] | null;
+  chosen: AgentInfo | undefined;
+  onChange: (name: string) => void;
+}) {
+  const agents = props.agents ?? [];
+  const { chosen } = props;
+  return (
+    <label>
+      Agent
+      <select
+        name="agent"
+        value={chosen?.name ?? ""}
+        onChange={(e) => props.onChange(e.currentTarget.value)}
+        data-testid="start-agent"
+      >
+        {agents.length === 0 && <option value="">{props.agents === null ? "loading…" : "no agents"}</option>}
+        {agents.length > 1 && !chosen && <option value="">choose…</option>}
+        {agents.map((a) => (
+          <option key={a.name} value={a.name} title={a.description}>
+            {a.name}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+function WorkflowSelect(props: {
+  workflows: string[];
+  chosen: string;
+  disabled: boolean;
+  onChange: (workflow: string) => void;
+}) {
+  return (
+    <label>
+      Workflow
+      <select
+        name="workflow"
+        value={props.chosen}
+        onChange={(e) => props.onChange(e.currentTarget.value)}
+        disabled={props.disabled}
+        data-testid="start-workflow"
+      >
+        {props.workflows.map((w) => (
+          <option key={w} value={w}>
+            {w}
+          </option>
+        ))}
+      </select>
+    </label>
+  );
+}
+
+/** The run's input, as JSON (marked when it does not parse). */
+function InputBox(props: { value: string; valid: boolean; onInput: (value: string) => void }) {
+  return (
+    <label class="grow">
+      Input (JSON)
+      <textarea
+        name="input"
+        rows={1}
+        spellcheck={false}
+        class={`mono${props.valid ? "" : " invalid"}`}
+        value={props.value}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+        data-testid="start-input"
+      />
+    </label>
   );
 }

@@ -1,14 +1,22 @@
+import type { EffectEntry } from "../api/responses.ts";
+import { readSse } from "../api/sse-reader.ts";
 import type { CompensateMode } from "../core/agent-definition.ts";
 import type { Budget } from "../core/budget.ts";
 import { RunEndedError } from "../core/errors.ts";
-import type { RunEvent } from "../core/events.ts";
-import type { EffectRecord, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
+import type { Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { JobSpec, RunContract } from "../core/run-contract.ts";
-import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, type PausedReason, type RunState } from "../core/run-state.ts";
-import type { Role } from "../server/auth.ts";
-import type { TransitionEventData } from "../server/run-stream.ts";
+import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome } from "../core/run-state.ts";
 import { CairnHttpError } from "./http-error.ts";
-import { readSse } from "./sse-reader.ts";
+import type {
+  RemoteAgent,
+  RemoteEvent,
+  RemoteEventsOptions,
+  RemotePrincipal,
+  RemoteRunFilter,
+  RemoteRunHandle,
+  RemoteRunHistory,
+  RemoteRunPage,
+} from "./remote-types.ts";
 
 /**
  * `CairnClient`: the runtime's client operations over the HTTP API of `cairn/server`, with the
@@ -37,84 +45,6 @@ export interface RemoteStartOptions {
   /** Data kept with the run; the keys module, compensate, budget and job are refused (use the options). */
   meta?: Record<string, Json>;
   job?: JobSpec;
-}
-
-/** A filter of {@link CairnClient.listRuns}. */
-export interface RemoteRunFilter {
-  agent?: string;
-  workflow?: string;
-  state?: RunState | readonly RunState[];
-  pausedReason?: PausedReason;
-  /** Created at or after (epoch ms). */
-  since?: number;
-  /** Created at or before (epoch ms). */
-  until?: number;
-  /** 1..200. @default 50 */
-  limit?: number;
-  /** The `nextCursor` of the previous page. */
-  cursor?: string;
-}
-
-/** One page of runs, newest first. */
-export interface RemoteRunPage {
-  runs: RunRecord[];
-  /** Null when there are no more. A page may be short (even empty) with a cursor: follow it. */
-  nextCursor: string | null;
-}
-
-/** Who the token is. */
-export interface RemotePrincipal {
-  subject: string;
-  roles: Role[];
-  auth: "token" | "none";
-}
-
-/** An agent the server knows. */
-export interface RemoteAgent {
-  name: string;
-  description: string;
-  version: string;
-  workflows: string[];
-}
-
-/** Everything recorded about a run (as `runtime.history`). */
-export interface RemoteRunHistory {
-  run: RunRecord;
-  transitions: TransitionRecord[];
-  steps: StepRecord[];
-  waits: WaitRecord[];
-}
-
-/** An event of a run's stream or of the all-runs stream; `id` resumes after it (`from`). */
-export type RemoteEvent =
-  | { id: string; type: "transition"; data: TransitionEventData }
-  | { id: string; type: "step"; data: StepRecord }
-  | { id: string; type: "model.start" | "model.text" | "model.retry" | "model.end"; data: RunEvent }
-  | { id: string; type: "end"; data: { runId: string; state: RunState; pausedReason: PausedReason | null } }
-  | { id: string; type: "ready"; data: { resumed: boolean } };
-
-/** Options of the event streams. */
-export interface RemoteEventsOptions {
-  /** The id of the last event seen: the stream resumes after it (sent as Last-Event-ID). */
-  from?: string;
-  /** Ends the iteration when it fires. */
-  signal?: AbortSignal;
-  /** Reconnections tried in a row after the connection drops, before giving up. @default 5 */
-  reconnects?: number;
-}
-
-/** A run started through the client. */
-export interface RemoteRunHandle {
-  readonly id: string;
-  /** False when the key named a run that existed. */
-  readonly created: boolean;
-  /** The run as the start left it. */
-  readonly run: RunRecord;
-  /**
-   * Waits until the run settles and returns its output; a run that did not complete throws
-   * `RunEndedError`. Waits through automatic recovery, as {@link CairnClient.waitFor}.
-   */
-  result(options?: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number }): Promise<unknown>;
 }
 
 /**
@@ -211,13 +141,8 @@ export class CairnClient {
   }
 
   /** The run's effects (steps that carry an effect record). */
-  async effects(runId: string): Promise<{ seq: number; name: string; effect: EffectRecord }[]> {
-    return (
-      await this.#request<{ effects: { seq: number; name: string; effect: EffectRecord }[] }>(
-        "GET",
-        `/api/runs/${enc(runId)}/effects`,
-      )
-    ).effects;
+  async effects(runId: string): Promise<EffectEntry[]> {
+    return (await this.#request<{ effects: EffectEntry[] }>("GET", `/api/runs/${enc(runId)}/effects`)).effects;
   }
 
   /** The run's waits; approvals are waits of kind `approval`. */

@@ -1,4 +1,3 @@
-import type { Readable } from "node:stream";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -9,13 +8,10 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import { McpError, RuntimeClosedError, UnknownNameError } from "../core/errors.ts";
 import type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "../core/mcp-tools.ts";
-
-/** Where {@link McpClients} writes its log lines (the runtime's logger). */
-export type McpLog = (
-  level: "debug" | "info" | "warn" | "error",
-  message: string,
-  fields: Record<string, unknown>,
-) => void;
+import { toCallResult } from "./mcp-call-result.ts";
+import { type Connection, type McpLog, openTransport } from "./mcp-connection.ts";
+import { connectError, describe, urlOf } from "./mcp-errors.ts";
+import { abortable, withTimeout } from "./promise-limits.ts";
 
 /** Options of {@link McpClients}. */
 export interface McpClientsOptions {
@@ -37,26 +33,6 @@ export interface McpClientsOptions {
   /** Lifecycle lines and each line a stdio server writes to stderr (at `debug`). @default no logging */
   log?: McpLog;
 }
-
-/** One connection to one server: opened on first use, dropped when it fails or closes. */
-interface Connection {
-  readonly server: string;
-  readonly client: Client;
-  transport: StdioClientTransport | StreamableHTTPClientTransport | undefined;
-  /** Settles when the handshake is done; rejects with `McpError`. */
-  ready: Promise<void>;
-  /** The tool list, fetched once per connection (again after a `tools/list_changed`). */
-  tools: Promise<McpToolInfo[]> | undefined;
-  /** Tools that can only run as MCP tasks, which this client does not do: not listed, not called. */
-  readonly taskOnly: Set<string>;
-  /** The last lines the server wrote to stderr, for the error when it fails to start. */
-  readonly stderrTail: string[];
-  /** Resolves when the connection has closed: for stdio, when the server process has exited. */
-  readonly closed: Promise<void>;
-  disposed: Promise<void> | undefined;
-}
-
-const STDERR_TAIL_LINES = 5;
 
 /**
  * The runtime's MCP servers, over the official SDK's client: stdio servers are started as child
@@ -211,9 +187,9 @@ export class McpClients implements McpTools {
     };
     let transport: StdioClientTransport | StreamableHTTPClientTransport;
     try {
-      transport = this.#transport(conn, config);
+      transport = openTransport(conn, config, this.#log);
     } catch (error) {
-      conn.ready = Promise.reject(this.#connectError(conn, config, error));
+      conn.ready = Promise.reject(connectError(conn, config, error, this.#connectTimeoutMs));
       conn.ready.catch(() => {});
       this.#drop(conn);
       return conn;
@@ -244,7 +220,7 @@ export class McpClients implements McpTools {
       },
       (error: unknown) => {
         this.#drop(conn);
-        throw this.#connectError(conn, config, error);
+        throw connectError(conn, config, error, this.#connectTimeoutMs);
       },
     );
     // A caller that aborted no longer awaits the handshake; its failure is not unhandled.
@@ -255,38 +231,6 @@ export class McpClients implements McpTools {
       else this.#log("debug", `MCP server "${server}" started`, { server, pid: transport.pid });
     }
     return conn;
-  }
-
-  #transport(conn: Connection, config: McpServerConfig): StdioClientTransport | StreamableHTTPClientTransport {
-    if ("url" in config) {
-      return new StreamableHTTPClientTransport(new URL(config.url), {
-        ...(config.headers === undefined ? {} : { requestInit: { headers: config.headers } }),
-      });
-    }
-    const transport = new StdioClientTransport({
-      command: config.command,
-      ...(config.args === undefined ? {} : { args: config.args }),
-      ...(config.env === undefined ? {} : { env: config.env }),
-      ...(config.cwd === undefined ? {} : { cwd: config.cwd }),
-      // Piped, not inherited: a server's banner and logs must not land in the runtime's output.
-      stderr: "pipe",
-    });
-    const stderr = transport.stderr as Readable | null;
-    let partial = "";
-    const line = (text: string) => {
-      if (text.trim() === "") return;
-      conn.stderrTail.push(text);
-      if (conn.stderrTail.length > STDERR_TAIL_LINES) conn.stderrTail.shift();
-      this.#log("debug", `MCP server "${conn.server}" stderr: ${text}`, { server: conn.server, stderr: text });
-    };
-    stderr?.setEncoding("utf8");
-    stderr?.on("data", (chunk: string) => {
-      const lines = (partial + chunk).split(/\r?\n/);
-      partial = lines.pop() ?? "";
-      for (const text of lines) line(text);
-    });
-    stderr?.on("end", () => line(partial));
-    return transport;
   }
 
   async #listTools(conn: Connection): Promise<McpToolInfo[]> {
@@ -336,23 +280,6 @@ export class McpClients implements McpTools {
     return new McpError(`MCP server "${conn.server}" ${what}: ${describe(error)}${hint}`, { cause: error });
   }
 
-  #connectError(conn: Connection, config: McpServerConfig, error: unknown): McpError {
-    const where = `new Runtime({ mcp: { ${conn.server}: ... } })`;
-    const timedOut = error instanceof SdkMcpError && error.code === ErrorCode.RequestTimeout;
-    let message: string;
-    if ("url" in config) {
-      message = timedOut
-        ? `MCP server "${conn.server}" at ${config.url} did not answer the MCP handshake within ${this.#connectTimeoutMs} ms; check that its url is an MCP endpoint in ${where}`
-        : `MCP server "${conn.server}" could not be reached at ${config.url}: ${describe(error)}; check that it is running and its url in ${where}`;
-    } else if (timedOut) {
-      message = `MCP server "${conn.server}" did not answer the MCP handshake within ${this.#connectTimeoutMs} ms; check that "${config.command}" starts an MCP server on stdio in ${where}`;
-    } else {
-      const stderr = conn.stderrTail.length === 0 ? "" : `; its stderr ended with: ${conn.stderrTail.join(" | ")}`;
-      message = `MCP server "${conn.server}" could not be started: ${describe(error)}${stderr}; check its command in ${where}`;
-    }
-    return new McpError(message, { cause: error });
-  }
-
   /** Forgets `conn` (the next use reconnects) and closes it in the background; `close()` waits for it. */
   #drop(conn: Connection): void {
     if (this.#connections.get(conn.server) === conn) this.#connections.delete(conn.server);
@@ -380,83 +307,4 @@ export class McpClients implements McpTools {
     this.#disposing.add(disposing);
     void disposing.finally(() => this.#disposing.delete(disposing));
   }
-}
-
-/** Joins the text parts of a tool result; other parts are described in brackets. */
-function toCallResult(result: Awaited<ReturnType<Client["callTool"]>>): McpCallResult {
-  if (!("content" in result) || !Array.isArray(result.content)) {
-    // A server on the 2024-10-07 protocol answers `{ toolResult }`.
-    return { text: JSON.stringify((result as { toolResult?: unknown }).toolResult ?? null), isError: false };
-  }
-  const parts: string[] = [];
-  let hasText = false;
-  for (const part of result.content) {
-    switch (part.type) {
-      case "text":
-        hasText = true;
-        parts.push(part.text);
-        break;
-      case "image":
-      case "audio":
-        parts.push(`[${part.type} ${part.mimeType}, ${Buffer.byteLength(part.data, "base64")} bytes]`);
-        break;
-      case "resource":
-        if ("text" in part.resource) {
-          hasText = true;
-          parts.push(`[resource ${part.resource.uri}]\n${part.resource.text}`);
-        } else {
-          const mime = part.resource.mimeType === undefined ? "" : ` ${part.resource.mimeType}`;
-          parts.push(
-            `[resource ${part.resource.uri}${mime}, ${Buffer.byteLength(part.resource.blob, "base64")} bytes]`,
-          );
-        }
-        break;
-      case "resource_link":
-        parts.push(`[resource link ${part.uri}${part.name === "" ? "" : ` (${part.name})`}]`);
-        break;
-      default:
-        parts.push(`[${(part as { type: string }).type}]`);
-    }
-  }
-  if (!hasText && result.structuredContent !== undefined) parts.unshift(JSON.stringify(result.structuredContent));
-  return { text: parts.join("\n"), isError: result.isError === true };
-}
-
-function urlOf(config: McpServerConfig): string | undefined {
-  return "url" in config ? config.url : undefined;
-}
-
-/** A message with its cause's message: `fetch failed (connect ECONNREFUSED 127.0.0.1:9)`. */
-function describe(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause instanceof Error ? ` (${error.cause.message})` : "";
-  return `${error.message}${cause}`;
-}
-
-/** `promise`, or the signal's reason as soon as it aborts. */
-function abortable<T>(promise: Promise<T>, signal: AbortSignal): Promise<T> {
-  if (signal.aborted) return Promise.reject(signal.reason);
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = () => reject(signal.reason);
-    signal.addEventListener("abort", onAbort, { once: true });
-    promise.then(
-      (value) => {
-        signal.removeEventListener("abort", onAbort);
-        resolve(value);
-      },
-      (error: unknown) => {
-        signal.removeEventListener("abort", onAbort);
-        reject(error);
-      },
-    );
-  });
-}
-
-function withTimeout<T>(promise: Promise<T>, ms: number): Promise<T | undefined> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<undefined>((resolve) => {
-    timer = setTimeout(() => resolve(undefined), ms);
-    timer.unref();
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }

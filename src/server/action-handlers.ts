@@ -16,13 +16,21 @@ import { type ServerApp, type ServerContext, wire } from "./server-context.ts";
 import { checkStartOptions, startedAgent } from "./start-checks.ts";
 
 /**
- * The mutating routes. Each passes the token's subject as the actor (`by`) to the runtime
- * operation, so the transition log, the approval's decider and the verdict name who did it; the
- * bodies cannot name anyone (strict schemas).
+ * The mutating routes, by group. Each passes the token's subject as the actor (`by`) to the
+ * runtime operation, so the transition log, the approval's decider and the verdict name who did
+ * it; the bodies cannot name anyone (strict schemas).
  */
 export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void {
-  const { runtime } = ctx;
+  registerStartHandler(app, ctx);
+  registerMessageHandlers(app, ctx);
+  registerApprovalHandlers(app, ctx);
+  registerControlHandlers(app, ctx);
+  registerVerdictHandlers(app, ctx);
+}
 
+/** `POST /api/runs`: starts a run (or returns the run of its key). */
+function registerStartHandler(app: ServerApp, ctx: ServerContext): void {
+  const { runtime } = ctx;
   app.openapi(startRunRoute, async (c) => {
     const body = c.req.valid("json");
     const principal = c.get("principal");
@@ -45,7 +53,10 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       ? c.json(wire({ run, created: true }, c.get("principal")), 201)
       : c.json(wire({ run, created: false }, c.get("principal")), 200);
   });
+}
 
+/** What a run is sent: signals and answers to its questions. */
+function registerMessageHandlers(app: ServerApp, { runtime }: ServerContext): void {
   app.openapi(signalRoute, async (c) => {
     const { id } = c.req.valid("param");
     const body = c.req.valid("json");
@@ -62,7 +73,10 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
     const wait = await runtime.answer(id, waitId, value, { by: actorOf(c.get("principal")) });
     return c.json(wire({ wait }, c.get("principal")), 200);
   });
+}
 
+/** Approve and deny. */
+function registerApprovalHandlers(app: ServerApp, { runtime }: ServerContext): void {
   for (const [route, decide] of [
     [approveRoute, runtime.approve.bind(runtime)],
     [denyRoute, runtime.deny.bind(runtime)],
@@ -80,7 +94,10 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
       return c.json(wire({ wait }, c.get("principal")), 200);
     });
   }
+}
 
+/** What changes a run's course: cancel, resume, reconcile an effect. */
+function registerControlHandlers(app: ServerApp, { runtime }: ServerContext): void {
   app.openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid("param");
     const { reason } = c.req.valid("json");
@@ -110,7 +127,10 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
     });
     return c.json(wire({ run }, c.get("principal")), 200);
   });
+}
 
+/** Accept and reject a completed run's outcome. */
+function registerVerdictHandlers(app: ServerApp, { runtime }: ServerContext): void {
   for (const [route, verdict] of [
     [acceptRoute, runtime.accept.bind(runtime)],
     [rejectRoute, runtime.reject.bind(runtime)],

@@ -110,12 +110,7 @@ export interface CairnServer {
 export function createServer(runtime: Runtime, options: ServerOptions = {}): CairnServer {
   const logger = options.logger ?? consoleLogger;
   const authenticator = new TokenAuthenticator(options.tokens ?? []);
-  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
-  if (!(Number.isSafeInteger(bodyLimitBytes) && bodyLimitBytes > 0)) {
-    throw new RangeError(
-      `bodyLimitBytes must be a positive whole number of bytes (got ${String(options.bodyLimitBytes)})`,
-    );
-  }
+  const bodyLimitBytes = bodyLimitOf(options);
   const localSubject = options.localSubject ?? LOCAL_ADMIN.subject;
   if (localSubject.trim() === "") throw new RangeError("localSubject must name someone (e.g. your user name)");
   const local: Principal = Object.freeze({ ...LOCAL_ADMIN, subject: localSubject });
@@ -132,6 +127,50 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
     listScanLimit: options.listScanLimit ?? 5000,
   };
 
+  const app = newApp(logger);
+  const guard: GuardOptions = {
+    auth: authenticator.enabled ? "token" : "none",
+    allowedHosts: options.allowedHosts,
+    allowedOrigins: options.allowedOrigins,
+  };
+  app.use("*", securityHeaders, hostGuard(guard), originGuard(guard));
+  app.use("/api/*", async (c, next) => {
+    c.set("bodyLimitBytes", bodyLimitBytes);
+    return next();
+  });
+  app.use("/api/*", authenticate(authenticator, local));
+
+  registerReadHandlers(app, ctx);
+  registerActionHandlers(app, ctx);
+  registerEventHandlers(app, ctx);
+  documentApi(app);
+
+  if (options.staticRoot !== undefined) {
+    const [skipApi, file, index] = staticFiles(options.staticRoot);
+    app.get("*", skipApi, file, index);
+  }
+
+  return {
+    app,
+    auth: authenticator.enabled ? "token" : "none",
+    localSubject,
+    fetch: async (request, env) => app.fetch(request, env),
+    close: () => feed.close(),
+  };
+}
+
+function bodyLimitOf(options: ServerOptions): number {
+  const bodyLimitBytes = options.bodyLimitBytes ?? DEFAULT_BODY_LIMIT_BYTES;
+  if (!(Number.isSafeInteger(bodyLimitBytes) && bodyLimitBytes > 0)) {
+    throw new RangeError(
+      `bodyLimitBytes must be a positive whole number of bytes (got ${String(options.bodyLimitBytes)})`,
+    );
+  }
+  return bodyLimitBytes;
+}
+
+/** The app, with its errors answered as the API's error bodies (and a 500 logged). */
+function newApp(logger: Logger): OpenAPIHono<ServerEnv> {
   const app = new OpenAPIHono<ServerEnv>({
     defaultHook: (result) => {
       if (!result.success) throw invalid(result.target, result.error.issues);
@@ -150,22 +189,11 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
       new ApiError("NOT_FOUND", `no route ${c.req.method} ${c.req.path}; the routes are listed at /openapi.json`),
     ),
   );
-  const guard: GuardOptions = {
-    auth: authenticator.enabled ? "token" : "none",
-    allowedHosts: options.allowedHosts,
-    allowedOrigins: options.allowedOrigins,
-  };
-  app.use("*", securityHeaders, hostGuard(guard), originGuard(guard));
-  app.use("/api/*", async (c, next) => {
-    c.set("bodyLimitBytes", bodyLimitBytes);
-    return next();
-  });
-  app.use("/api/*", authenticate(authenticator, local));
+  return app;
+}
 
-  registerReadHandlers(app, ctx);
-  registerActionHandlers(app, ctx);
-  registerEventHandlers(app, ctx);
-
+/** The OpenAPI document at /openapi.json, with the bearer scheme. */
+function documentApi(app: OpenAPIHono<ServerEnv>): void {
   app.openAPIRegistry.registerComponent("securitySchemes", "bearer", { type: "http", scheme: "bearer" });
   app.doc("/openapi.json", {
     openapi: "3.0.3",
@@ -176,19 +204,6 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
         "The HTTP API of a Cairn runtime: runs, their transitions, steps, effects, waits and approvals, the acts on them, and live events.",
     },
   });
-
-  if (options.staticRoot !== undefined) {
-    const [skipApi, file, index] = staticFiles(options.staticRoot);
-    app.get("*", skipApi, file, index);
-  }
-
-  return {
-    app,
-    auth: authenticator.enabled ? "token" : "none",
-    localSubject,
-    fetch: async (request, env) => app.fetch(request, env),
-    close: () => feed.close(),
-  };
 }
 
 /** A validation failure of the request's `target` (json, query, param) as INVALID_INPUT. */

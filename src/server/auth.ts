@@ -3,35 +3,16 @@ import { readFileSync } from "node:fs";
 import type { MiddlewareHandler } from "hono";
 import { parse as parseYaml } from "yaml";
 import { z } from "zod";
+import { type Permission, ROLE_PERMISSIONS, ROLES, type Role } from "../api/roles.ts";
 import type { Actor } from "../core/records.ts";
 import { ApiError } from "./errors.ts";
 
 /**
- * Bearer-token authentication and roles. Tokens come from a file or from `CAIRN_TOKENS`; each has
- * a subject (who it is: recorded as the actor of everything the token does) and roles. With no
+ * Bearer-token authentication. Tokens come from a file or from `CAIRN_TOKENS`; each has a subject
+ * (who it is: recorded as the actor of everything the token does) and roles (`api/roles.ts`). With no
  * tokens configured the server authenticates nobody and every request acts as the local admin —
  * which is why `serve` then listens on loopback only.
  */
-
-/** What a token may do. Every role may read; `admin` may do everything. */
-export const ROLES = ["viewer", "operator", "approver", "admin"] as const;
-
-/** One role. */
-export type Role = (typeof ROLES)[number];
-
-/**
- * What a route needs: `read` (every GET), `operate` (start, signal, answer, cancel, resume,
- * reconcile, accept, reject) or `approve` (approve, deny).
- */
-export type Permission = "read" | "operate" | "approve";
-
-/** The permissions of each role. A token with several roles has the union. */
-export const ROLE_PERMISSIONS: { readonly [R in Role]: readonly Permission[] } = {
-  viewer: ["read"],
-  operator: ["read", "operate"],
-  approver: ["read", "approve"],
-  admin: ["read", "operate", "approve"],
-};
 
 /** One configured token. */
 export interface TokenConfig {

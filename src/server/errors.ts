@@ -1,41 +1,14 @@
 import type { Context } from "hono";
 import { HTTPException } from "hono/http-exception";
-import { ApprovalRefusedError, CairnError, type CairnErrorCode } from "../core/errors.ts";
+import type { ApiErrorBody, ApiErrorCode } from "../api/error-body.ts";
+import { ApprovalRefusedError, CairnError } from "../core/errors.ts";
 
 /**
  * How the HTTP API reports errors: every error is `{ error: { code, message, details? } }` with a
  * status taken from {@link ERROR_STATUS}, the one table that maps a code to a status. Codes are the
- * runtime's `CairnErrorCode`s plus a few that only the server raises ({@link ServerErrorCode}).
+ * runtime's `CairnErrorCode`s plus a few that only the server raises (`ServerErrorCode`; the
+ * body's types are in `api/error-body.ts`, shared with the clients).
  */
-
-/** Codes only the HTTP layer raises (a request it refused before the runtime saw it). */
-export type ServerErrorCode =
-  /** No bearer token, or one the server does not know. */
-  | "UNAUTHENTICATED"
-  /** The token's roles do not allow the call. */
-  | "FORBIDDEN"
-  /** The body is not JSON (or not UTF-8). */
-  | "MALFORMED_JSON"
-  /** The body is larger than the server's `bodyLimitBytes`. */
-  | "BODY_TOO_LARGE"
-  /** A body sent with a Content-Type other than JSON. */
-  | "UNSUPPORTED_MEDIA_TYPE"
-  /** No route has this method and path. */
-  | "NOT_FOUND"
-  /** A browser page of another origin called the API (see request-guard.ts). */
-  | "CROSS_ORIGIN"
-  /** The Host header names a host this server does not answer to (see request-guard.ts). */
-  | "UNKNOWN_HOST"
-  /** A bug or an unexpected failure; the message says no more than that (the log has the rest). */
-  | "INTERNAL";
-
-/** Every code an API error body can carry. */
-export type ApiErrorCode = CairnErrorCode | ServerErrorCode;
-
-/** The body of every error response. */
-export interface ApiErrorBody {
-  error: { code: ApiErrorCode; message: string; details?: unknown };
-}
 
 /**
  * The status of every code. `UNKNOWN_AGENT` and `UNKNOWN_WORKFLOW` are 422: the request is well

@@ -1,3 +1,4 @@
+import type { FeedReadyData } from "../api/stream-events.ts";
 import { seesStacks, withoutStacks } from "./error-stacks.ts";
 import { allEventsRoute, runEventsRoute } from "./routes.ts";
 import { type FeedEntry, RunFeed } from "./run-feed.ts";
@@ -61,14 +62,18 @@ export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void 
           const resumed = await ctx.feed.resume(lastId, ctx.boot);
           let seq = resumed?.seq ?? ctx.feed.lastSeq;
           const readyId = resumed && lastId !== undefined ? lastId.trim() : ctx.feed.idAt(seq, ctx.boot);
-          send({ id: readyId, event: "ready", data: { resumed: resumed !== undefined } });
+          send({ id: readyId, event: "ready", data: { resumed: resumed !== undefined } satisfies FeedReadyData });
           for (const entry of resumed?.backlog ?? []) send(wireOf(entry));
           while (!signal.aborted) {
             const entries = ctx.feed.entriesAfter(seq);
             if (entries === undefined) {
               // This client fell further behind than the feed keeps.
               seq = ctx.feed.lastSeq;
-              send({ id: ctx.feed.idAt(seq, ctx.boot), event: "ready", data: { resumed: false } });
+              send({
+                id: ctx.feed.idAt(seq, ctx.boot),
+                event: "ready",
+                data: { resumed: false } satisfies FeedReadyData,
+              });
               continue;
             }
             for (const entry of entries) {

@@ -1,3 +1,4 @@
+import type { AgentInfo, EffectEntry, PrincipalInfo } from "../api/responses.ts";
 import type { EffectRecord } from "../core/records.ts";
 import {
   agentsRoute,
@@ -19,7 +20,7 @@ export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
 
   app.openapi(meRoute, (c) => {
     const { subject, roles, auth } = c.get("principal");
-    return c.json({ subject, roles: [...roles], auth }, 200);
+    return c.json({ subject, roles: [...roles], auth } satisfies PrincipalInfo, 200);
   });
 
   app.openapi(agentsRoute, (c) =>
@@ -30,7 +31,7 @@ export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
           description: a.description,
           version: a.version,
           workflows: Object.keys(a.workflows),
-        })),
+        })) satisfies AgentInfo[],
       },
       200,
     ),
@@ -63,7 +64,7 @@ export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
     const steps = await runtime.backend.loadSteps(id);
     const effects = steps
       .filter((s): s is typeof s & { effect: EffectRecord } => s.effect !== undefined)
-      .map((s) => ({ seq: s.seq, name: s.name, effect: s.effect }));
+      .map((s): EffectEntry => ({ seq: s.seq, name: s.name, effect: s.effect }));
     return c.json(wire({ effects }, c.get("principal")), 200);
   });
 

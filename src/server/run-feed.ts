@@ -1,10 +1,11 @@
+import type { TransitionEventData } from "../api/stream-events.ts";
 import type { RuntimeBackend } from "../backend/backend.ts";
 import { InvalidInputError } from "../core/errors.ts";
 import type { Logger } from "../core/logger.ts";
 import type { RunRecord, TransitionRecord } from "../core/records.ts";
 import { RUN_STATES, type RunState } from "../core/run-state.ts";
 import type { Runtime } from "../runtime/runtime.ts";
-import { type TransitionEventData, transitionEventData } from "./run-stream.ts";
+import { transitionEventData } from "./run-stream.ts";
 
 /**
  * The transitions of every run, for `GET /api/events`. Every transition gets the next number

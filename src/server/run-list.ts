@@ -1,3 +1,4 @@
+import type { RunPage } from "../api/responses.ts";
 import type { RunFilter } from "../backend/backend.ts";
 import { InvalidInputError } from "../core/errors.ts";
 import type { RunRecord } from "../core/records.ts";
@@ -29,13 +30,6 @@ export interface RunListQuery {
   until?: number | undefined;
   limit?: number | undefined;
   cursor?: string | undefined;
-}
-
-/** One page. */
-export interface RunPage {
-  runs: RunRecord[];
-  /** Pass as `cursor` for the next page; null when there are no more. */
-  nextCursor: string | null;
 }
 
 interface Cursor {

@@ -1,3 +1,4 @@
+import type { RunEndData, TransitionEventData } from "../api/stream-events.ts";
 import type { RunRecord, StepRecord, TransitionRecord } from "../core/records.ts";
 import { isSettled, OWNED_STATES } from "../core/run-state.ts";
 import type { Runtime } from "../runtime/runtime.ts";
@@ -38,9 +39,6 @@ export interface RunCursor {
   step: StepPosition;
   model: number;
 }
-
-/** A transition as the streams send it: the record plus the run's new state, agent and workflow. */
-export type TransitionEventData = TransitionRecord & { state: RunRecord["state"]; agent: string; workflow: string };
 
 /** The data of a `transition` event. */
 export function transitionEventData(
@@ -142,7 +140,8 @@ export async function produceRunEvents(
       if (ended) {
         // What the model streamed is buffered in memory: let the reader hand it over, briefly.
         if (model) await Promise.race([model, new Promise((r) => setTimeout(r, 100))]);
-        send({ id: id(), event: "end", data: { runId, state: current.state, pausedReason: current.pausedReason } });
+        const data = { runId, state: current.state, pausedReason: current.pausedReason } satisfies RunEndData;
+        send({ id: id(), event: "end", data });
         return;
       }
       if (model === undefined && !isSettled(current.state)) readModel();

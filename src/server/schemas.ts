@@ -1,8 +1,8 @@
 import { z } from "@hono/zod-openapi";
+import { ROLES } from "../api/roles.ts";
 import { PAUSED_REASONS, RUN_STATES } from "../core/run-state.ts";
 import { MAX_TEXT_LENGTH, textProblem } from "../core/text.ts";
 import { RESERVED_META_KEYS, reservedMetaProblem } from "../runtime/runtime-options.ts";
-import { ROLES } from "./auth.ts";
 
 /**
  * The zod schemas of the HTTP API: request bodies, parameters and queries (validated), and the

@@ -1,0 +1,39 @@
+import type { EffectRecord, RunRecord } from "../core/records.ts";
+import type { Role } from "./roles.ts";
+
+/**
+ * The bodies of the HTTP API's answers that are not a stored record as it is (those are
+ * `core/records.ts`: `{ run }`, `{ transitions }`, `{ steps }`, `{ waits }`). Timestamps are
+ * epoch milliseconds. The server's zod schemas (`server/schemas.ts`) document them in
+ * /openapi.json.
+ */
+
+/** `GET /api/me`: who the token is. */
+export interface PrincipalInfo {
+  subject: string;
+  roles: Role[];
+  /** `none` when the server has no tokens (every request is the local admin). */
+  auth: "token" | "none";
+}
+
+/** An agent the server knows (`GET /api/agents` answers `{ agents: AgentInfo[] }`). */
+export interface AgentInfo {
+  name: string;
+  description: string;
+  version: string;
+  workflows: string[];
+}
+
+/** A step that carries an effect (`GET /api/runs/:id/effects` answers `{ effects: EffectEntry[] }`). */
+export interface EffectEntry {
+  seq: number;
+  name: string;
+  effect: EffectRecord;
+}
+
+/** `GET /api/runs`: one page of runs, newest first. */
+export interface RunPage {
+  runs: RunRecord[];
+  /** Pass as `cursor` for the next page; null when there are no more. A page may be short (even empty) with a cursor: follow it. */
+  nextCursor: string | null;
+}
