@@ -89,6 +89,17 @@ describe("CairnClient", () => {
     expect((await operator.exportRun(run.id)).contract.version).toBe("cairn.run-contract/1");
   });
 
+  it("calls its fetch as a plain function, as a browser's fetch must be called", async () => {
+    const { url } = await start();
+    // A browser's fetch throws "Illegal invocation" when called as a method of another object.
+    function browserLikeFetch(this: unknown, input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+      if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation");
+      return fetch(input, init);
+    }
+    const viewer = new CairnClient({ baseUrl: url, token: TOKENS.viewer, fetch: browserLikeFetch as typeof fetch });
+    expect(await viewer.listRuns()).toMatchObject({ runs: [] });
+  });
+
   it("throws CairnHttpError with the server's code and status", async () => {
     const { url } = await start();
     const viewer = new CairnClient({ baseUrl: url, token: TOKENS.viewer });

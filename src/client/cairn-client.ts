@@ -64,7 +64,10 @@ export class CairnClient {
   constructor(options: CairnClientOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, "");
     this.#token = options.token;
-    this.#fetch = options.fetch ?? globalThis.fetch;
+    // Called as a plain function: a browser's fetch called as a method of another object throws
+    // "Illegal invocation".
+    const given = options.fetch ?? globalThis.fetch;
+    this.#fetch = (input, init) => given(input, init);
   }
 
   /** Who the token is, and whether the server authenticates at all. */
