@@ -333,10 +333,10 @@ export interface EndContext {
  * (CANCELLING, or RESUMING to be suspended); a run a worker holds keeps the request for it — so
  * does any run under a live lease (a PENDING run claimed but not started yet) and a
  * NEEDS_RECONCILIATION run, whose cancel waits for the operator's `reconcile` (an effect's outcome
- * is unknown: the run must not end as if it were known). `end` is no longer used (see
- * {@link stopMayEnd}).
+ * is unknown: the run must not end as if it were known). Nothing but the run is needed: the one
+ * run a stop ends at once, a top-level PENDING run, has no waits, no parent and no children.
  */
-export function planStop(input: { run: RunRecord | undefined; request: StopRunRequest; end?: EndContext }): Plan {
+export function planStop(input: { run: RunRecord | undefined; request: StopRunRequest }): Plan {
   const plan = new Plan();
   if (!input.run) throw new RunNotFoundError(`no run with id "${input.request.runId}"`);
   // A child cancelled on its own must end through a worker, so that its end resolves the
@@ -345,15 +345,6 @@ export function planStop(input: { run: RunRecord | undefined; request: StopRunRe
     cancelPendingAtOnce: input.run.parentRunId === null,
   });
   return plan;
-}
-
-/**
- * Whether `requestStop` needs the end context of `run`: never now. It did when a cancel ended a
- * NEEDS_RECONCILIATION run at once; that cancel now waits for the operator (see {@link planStop}),
- * and the backends' loading of the context for it can go.
- */
-export function stopMayEnd(_run: RunRecord | undefined, _request: StopRequest): boolean {
-  return false;
 }
 
 function stopInPlan(

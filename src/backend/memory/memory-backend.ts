@@ -41,7 +41,6 @@ import {
   planSuspend,
   planTransition,
   signalTarget,
-  stopMayEnd,
 } from "../wait-rules.ts";
 
 /**
@@ -273,9 +272,7 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
     const run = this.#runs.get(request.runId);
-    const plan = planStop(
-      run && stopMayEnd(run, request.request) ? { run, request, end: this.#endContext(run) } : { run, request },
-    );
+    const plan = planStop({ run, request });
     this.#apply(plan);
     return { run: { ...(this.#runs.get(request.runId) as RunRecord) }, transitions: plan.transitions };
   }

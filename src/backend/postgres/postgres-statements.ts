@@ -259,10 +259,10 @@ function createRuns(s: string): Sql {
 }
 
 /**
- * Locks what a batch of transitions writes (`transitionsIn`; `lockEnding` for one run): the runs
- * $1 that exist and, for those of them that end ($2), their parents and their children that have
- * not ended. Each row comes with `wanted`, how many runs the statement chose, so the caller can
- * check that every one came back locked.
+ * Locks what a batch of transitions writes (`transitionsIn`): the runs $1 that exist and, for
+ * those of them that end ($2), their parents and their children that have not ended. Each row
+ * comes with `wanted`, how many runs the statement chose, so the caller can check that every one
+ * came back locked.
  *
  * The runs are chosen first (`wanted`, a union of index lookups: primary key, primary key,
  * `runs_by_parent`) and then locked by primary key alone, in id order (LockRows runs above the
@@ -356,9 +356,10 @@ export interface Statements {
   /** Every wait of a run, in (seq, id) order. */
   loadWaits: Sql;
   loadWait: Sql;
-  /** The open waits of a run ($1) and its parent's ($2) open child wait on it, in (seq, id) order. */
-  loadEndWaits: Sql;
-  /** `loadEndWaits` for several runs ($1) and their parents ($2, aligned, null for none). */
+  /**
+   * The open waits of several runs ($1) and their parents' ($2, aligned, null for none) open child
+   * waits on them, in (seq, id) order.
+   */
   loadEndWaitsOf: Sql;
   /** A run's open signal waits of one name, in (seq, id) order. */
   openSignalWaits: Sql;
@@ -492,11 +493,6 @@ export function statements(schema: string): Statements {
     loadBlobs: sql(`SELECT digest, text FROM ${s}.blobs WHERE digest = ANY ($1::text[])`),
     loadWaits: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 ORDER BY seq, id`),
     loadWait: sql(`SELECT ${WAIT_LIST} FROM ${s}.waits WHERE run_id = $1 AND id = $2`),
-    loadEndWaits: sql(
-      `SELECT ${WAIT_LIST} FROM ${s}.waits
-       WHERE status = 'open' AND (run_id = $1 OR (run_id = $2 AND kind = 'child' AND name = $1))
-       ORDER BY seq, id`,
-    ),
     // Two index lookups (waits_pkey by run) rather than one WHERE with an OR, which read the whole
     // table. A wait both halves find (a parent's wait on a child, when both end in one batch)
     // comes back twice: the caller keys waits by run and id.

@@ -202,7 +202,7 @@ function waitKey(wait: WaitRecord): string {
   return `${wait.runId}\u0000${wait.id}`;
 }
 
-/** The order `loadEndWaits` returns waits in. */
+/** The order `loadEndWaitsOf` returns waits in. */
 function bySeq(a: WaitRecord, b: WaitRecord): number {
   return a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

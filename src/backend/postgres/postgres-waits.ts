@@ -11,8 +11,6 @@ import type {
 } from "../backend.ts";
 import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import {
-  type EndContext,
-  hasEnded,
   Plan,
   planChildSweep,
   planDue,
@@ -21,7 +19,6 @@ import {
   planStop,
   planSuspend,
   signalTarget,
-  stopMayEnd,
 } from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import {
@@ -51,9 +48,9 @@ import { RUN_JSON_COLUMNS, type Sql, type Statements } from "./postgres-statemen
  *
  * Lock order: runs are locked in id order whenever a statement locks several. An operation on one
  * run locks that run only, except:
- * - A transition into an ended state (and a cancel) locks the run, its parent and its children that
- *   have not ended, in one statement (`lockTransitioning`: for one run in `lockEnding`, for each
- *   run of a batch of transitions in `transitionsIn`), in id order, by primary key. The step batch's fence locks its runs
+ * - A transition into an ended state locks the run, its parent and its children that have not
+ *   ended, in one statement (`lockTransitioning`, for each run of a batch of transitions in
+ *   `transitionsIn`), in id order, by primary key. The step batch's fence locks its runs
  *   (`FOR SHARE`) in id order too. Id order rather than "parent first" since
  *   it is a total order every multi-row lock can keep: `renewLeases` locks the runs it renews in id
  *   order too, so the end of a child and the renewal of its parent by the same worker cannot wait
@@ -130,29 +127,6 @@ export async function lockTransitioning(
   throw new StorageError(
     `locking runs ${ids.join(", ")} for a transition: ${last.locked} of the ${last.wanted} runs chosen came back locked, ${LOCK_ATTEMPTS} times; nothing was written, try again`,
   );
-}
-
-/**
- * Locks a run that may end now, its parent and its children that have not ended
- * ({@link lockTransitioning}, in id order), and reads what `planEnd` needs: the run's open waits
- * and the parent's open child wait on it. `end` is undefined when there is no such run.
- */
-async function lockEnding(
-  ctx: PlanContext,
-  runId: string,
-): Promise<{ rows: RunRecord[]; run: RunRecord | undefined; end: EndContext | undefined }> {
-  const rows = await lockTransitioning(ctx, [runId], [runId]);
-  const run = rows.find((r) => r.id === runId);
-  if (!run) return { rows, run, end: undefined };
-  const parent = run.parentRunId === null ? undefined : rows.find((r) => r.id === run.parentRunId);
-  const waits = (await ctx.query<WaitRow>(ctx.statements.loadEndWaits, [run.id, parent?.id ?? null])).map(rowToWait);
-  const end: EndContext = {
-    openWaits: waits.filter((w) => w.runId === run.id),
-    parent,
-    parentWait: parent && waits.find((w) => w.runId === parent.id),
-    children: rows.filter((r) => r.parentRunId === run.id && !hasEnded(r.state)),
-  };
-  return { rows, run, end };
 }
 
 /**
@@ -263,23 +237,13 @@ export async function sweepChildWaitsIn(
 }
 
 /**
- * `requestStop`: the run locked. A cancel may end the run (a NEEDS_RECONCILIATION run is
- * cancelled at once), so it locks what a transition into an ended state locks (`lockEnding`, in
- * id order), whatever the state turns out to be: the state can only be trusted once the row is
- * locked, and locking the parent after the run would break the lock order.
+ * `requestStop`: the run locked, and only the run: a stop changes that run alone (the one it ends
+ * at once, a top-level PENDING run, has no waits, no parent and no children).
  */
 export async function requestStopIn(
   ctx: PlanContext,
   request: StopRunRequest,
 ): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
-  if (request.request.kind === "cancel") {
-    const { rows, run, end } = await lockEnding(ctx, request.runId);
-    const plan = planned(() =>
-      planStop(run && end && stopMayEnd(run, request.request) ? { run, request, end } : { run, request }),
-    );
-    await applyPlan(ctx, plan, byId(rows));
-    return { run: plan.current(run as RunRecord), transitions: plan.transitions };
-  }
   const run = await lockRun(ctx, request.runId);
   const plan = planned(() => planStop({ run, request }));
   await applyPlan(ctx, plan, byId(run ? [run] : []));

@@ -28,7 +28,6 @@ import {
   planSuspend,
   planTransition,
   signalTarget,
-  stopMayEnd,
 } from "../wait-rules.ts";
 import {
   type EncodedStep,
@@ -236,9 +235,7 @@ export function prepareTransactions(db: Db, s: Statements, file: string, inlineL
     }),
     requestStop: db.transaction((request: StopRunRequest) => {
       const run = getRun(s, request.runId);
-      const plan = planStop(
-        run && stopMayEnd(run, request.request) ? { run, request, end: endContext(s, run) } : { run, request },
-      );
+      const plan = planStop({ run, request });
       applyPlan(s, plan, file);
       return { run: plan.current(run as RunRecord), transitions: plan.transitions };
     }),
