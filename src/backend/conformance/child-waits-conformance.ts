@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { RunRecord, WaitRecord } from "../../core/records.ts";
 import type { RuntimeBackend } from "../backend.ts";
-import { SWEPT_NOTE } from "../wait-rules.ts";
+import { SWEPT_NOTE } from "../rules/child-sweep-rules.ts";
 import {
   endRun,
   interruptRun,

@@ -10,7 +10,7 @@ export interface ChildWaitSweep {
    * The sweep of child waits: resolves open waits of kind `child` whose child run has ended (a
    * terminal state other than INTERRUPTED) — waits that the child's end should have resolved in
    * its own transaction and did not — as that end would have (`planChildSweep` in
-   * `wait-rules.ts`: outcome `child_ended`, the child's ending as the value, a note
+   * `rules/child-sweep-rules.ts`: outcome `child_ended`, the child's ending as the value, a note
    * that the sweep found it), and moves their PAUSED runs to RESUMING with a reason naming the
    * child. Each wait is resolved once, however many workers sweep at the same time; a run that has
    * ended is left as it is. At most `limit` runs; returns the waits it resolved (none, unless

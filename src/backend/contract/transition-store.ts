@@ -14,7 +14,7 @@ export interface TransitionStore {
    * transaction: the run's state is `from` (else `IllegalTransitionError` naming the real
    * state), the pair is legal (`assertTransition`), and the fence holds (else `LeaseLostError`).
    * Transition ids are the run's last id + 1. A transition into a terminal state also does, in
-   * the same transaction, what `planEnd` (`wait-rules.ts`) says: the run's open waits are
+   * the same transaction, what `planEnd` (`rules/ending-rules.ts`) says: the run's open waits are
    * closed; a parent waiting on this run has that wait resolved (and goes RESUMING if PAUSED);
    * open children are stopped according to their parent-close policy; a `successor` is created.
    */

@@ -19,7 +19,7 @@ export interface WaitStore {
    * that a signal, an answer or a timer arriving meanwhile is never lost. In one transaction,
    * fenced by `epoch`: stores `waits` that are not stored yet (by id); then, for each wait in
    * `blockedOn`, resolves it at once if it can be (a due time passed, a matching signal in the
-   * inbox, the child run ended) — see `planSuspend` in `wait-rules.ts`. If any wait in
+   * inbox, the child run ended) — see `planSuspend` in `rules/wait-rules.ts`. If any wait in
    * `blockedOn` is resolved (now or earlier), or the run has a stop request, the run is not paused.
    * Otherwise it goes RUNNING -> PAUSED (`pausedReason`) and its lease is released.
    */

@@ -28,20 +28,14 @@ import type {
   TransitionRequest,
   Wake,
 } from "../backend.ts";
-import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
-import {
-  type EndContext,
-  hasEnded,
-  type Plan,
-  planChildSweep,
-  planDue,
-  planResolveWait,
-  planSignal,
-  planStop,
-  planSuspend,
-  planTransition,
-  signalTarget,
-} from "../wait-rules.ts";
+import { planChildSweep } from "../rules/child-sweep-rules.ts";
+import { type EndContext, planTransition } from "../rules/ending-rules.ts";
+import { claimed, isClaimable } from "../rules/lease-rules.ts";
+import { hasEnded, type Plan } from "../rules/plan.ts";
+import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
+import { planSignal, signalTarget } from "../rules/signal-rules.ts";
+import { planStop } from "../rules/stop-rules.ts";
+import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 
 /**
  * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the

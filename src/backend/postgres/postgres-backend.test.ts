@@ -27,7 +27,7 @@ import {
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
 import { largeJson } from "../conformance/steps-conformance.ts";
-import { applyTransition } from "../transition-rules.ts";
+import { applyTransition } from "../rules/transition-rules.ts";
 import { PostgresBackend, type PostgresBackendOptions } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
 import { MIGRATIONS, SCHEMA_VERSION } from "./postgres-migrations.ts";

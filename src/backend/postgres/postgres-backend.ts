@@ -29,8 +29,9 @@ import type {
   TransitionRequest,
   Wake,
 } from "../backend.ts";
+import { claimed, isClaimable } from "../rules/lease-rules.ts";
+import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import { RUN_COLUMNS } from "../sql-rows.ts";
-import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
 import { CommitBatcher, type Settled, settle } from "./postgres-batcher.ts";
 import { makePool, PostgresConnection, type Queryable } from "./postgres-connection.ts";
 import { describeTarget, isConnectionError, type PostgresTarget } from "./postgres-errors.ts";
@@ -83,7 +84,7 @@ export type { PostgresBackendOptions } from "./postgres-options.ts";
  * state and a stop request for a run a worker holds send a `pg_notify` that goes out when the
  * write commits. Polling stays as the slow fallback.
  *
- * Waits, signals, stops and run endings follow the planners of `wait-rules.ts`, each in one
+ * Waits, signals, stops and run endings follow the planners of `rules/`, each in one
  * transaction that locks the run row first (see `postgres-waits.ts` for the lock order).
  *
  * @example

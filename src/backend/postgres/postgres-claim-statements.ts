@@ -1,5 +1,5 @@
+import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
 import { RUN_COLUMNS } from "../sql-rows.ts";
-import { RUNNABLE_STATES } from "../transition-rules.ts";
 import { TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
 import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
 

@@ -3,10 +3,10 @@ import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records
 import { storableText } from "../../core/text.ts";
 import { assertTransition } from "../../core/transitions.ts";
 import type { TransitionRequest } from "../backend.ts";
-import { Plan } from "../plan.ts";
+import { type EndContext, planTransition } from "../rules/ending-rules.ts";
+import { hasEnded, Plan } from "../rules/plan.ts";
+import { transitionRecord, wakeFor } from "../rules/transition-rules.ts";
 import { encode } from "../sql-rows.ts";
-import { transitionRecord, wakeFor } from "../transition-rules.ts";
-import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
 import type { Settled } from "./postgres-batcher.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import { batchStepParams, type RunRow, recordsetJson, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";

@@ -9,17 +9,12 @@ import type {
   SuspendRequest,
   SuspendResult,
 } from "../backend.ts";
+import { planChildSweep } from "../rules/child-sweep-rules.ts";
+import { Plan } from "../rules/plan.ts";
+import { planSignal, signalTarget } from "../rules/signal-rules.ts";
+import { planStop } from "../rules/stop-rules.ts";
+import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
-import {
-  Plan,
-  planChildSweep,
-  planDue,
-  planResolveWait,
-  planSignal,
-  planStop,
-  planSuspend,
-  signalTarget,
-} from "../wait-rules.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import {
   batchStepParams,
@@ -39,7 +34,7 @@ import {
 import { RUN_JSON_COLUMNS, type Sql, type Statements } from "./postgres-statements.ts";
 
 /**
- * The operations of `PostgresBackend` that go through the planners of `wait-rules.ts`: suspend,
+ * The operations of `PostgresBackend` that go through the planners of `../rules/`: suspend,
  * resolveWait, deliverSignal, fireDueWaits and requestStop here, transitions (with what a run's end
  * does) in `postgres-transitions.ts`, batched. Each runs inside one transaction on one connection (the caller's `BEGIN … COMMIT`):
  * it locks the run row with `SELECT … FOR UPDATE`, so operations on one run take turns, loads the

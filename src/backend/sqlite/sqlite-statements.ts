@@ -2,8 +2,8 @@ import type Database from "better-sqlite3";
 import { LeaseLostError } from "../../core/errors.ts";
 import type { StepRecord } from "../../core/records.ts";
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
-import { RUNNABLE_STATES } from "../transition-rules.ts";
-import { hasEnded } from "../wait-rules.ts";
+import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
+import { hasEnded } from "../rules/plan.ts";
 import {
   type EncodedStep,
   RUN_COLUMNS,

@@ -15,20 +15,14 @@ import type {
   SuspendResult,
   TransitionRequest,
 } from "../backend.ts";
-import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
-import {
-  type EndContext,
-  hasEnded,
-  type Plan,
-  planChildSweep,
-  planDue,
-  planResolveWait,
-  planSignal,
-  planStop,
-  planSuspend,
-  planTransition,
-  signalTarget,
-} from "../wait-rules.ts";
+import { planChildSweep } from "../rules/child-sweep-rules.ts";
+import { type EndContext, planTransition } from "../rules/ending-rules.ts";
+import { claimed, isClaimable } from "../rules/lease-rules.ts";
+import { hasEnded, type Plan } from "../rules/plan.ts";
+import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
+import { planSignal, signalTarget } from "../rules/signal-rules.ts";
+import { planStop } from "../rules/stop-rules.ts";
+import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 import {
   type EncodedStep,
   encodeStep,
@@ -46,7 +40,7 @@ import { type Db, type Statements, saveStepFenced } from "./sqlite-statements.ts
  * The multi-statement writes of `SqliteBackend`. Each is a better-sqlite3 transaction that the
  * backend runs with `.immediate` (BEGIN IMMEDIATE), so it holds the write lock from its first
  * read. The writes of waits, signals, stops and run endings load the rows a planner of
- * `../wait-rules.ts` names, call it, and write the {@link Plan} it returns with {@link applyPlan},
+ * `../rules/` names, call it, and write the {@link Plan} it returns with {@link applyPlan},
  * exactly as `InMemoryBackend` does.
  */
 

@@ -7,15 +7,17 @@ import type {
   Versions,
   WaitRecord,
   WaitResolution,
-} from "../core/records.ts";
-import { isTerminal } from "../core/run-state.ts";
-import type { TransitionRequest, Wake } from "./backend.ts";
+} from "../../core/records.ts";
+import { isTerminal } from "../../core/run-state.ts";
+import type { TransitionRequest } from "../contract/transition-store.ts";
+import type { Wake } from "../contract/wake-ups.ts";
 import { applyTransition, wakeFor } from "./transition-rules.ts";
 
 /**
- * The building blocks of the planners of `wait-rules.ts`: the {@link Plan} a planner returns
- * and the moves every planner shares (resolving a wait, which may resume its run; how a child's
- * ending reads to its parent). Re-exported by `wait-rules.ts`.
+ * The building blocks of the planners (`wait-rules.ts`, `signal-rules.ts`, `stop-rules.ts`,
+ * `ending-rules.ts`, `child-sweep-rules.ts`): the {@link Plan} a planner returns and the moves
+ * every planner shares (resolving a wait, which may resume its run; how a child's ending reads to
+ * its parent).
  */
 
 /** The writes of one operation. */
