@@ -29,36 +29,26 @@ import type {
   TransitionRequest,
   Wake,
 } from "../backend.ts";
+import { inlineLimit } from "../rows/blob-payloads.ts";
+import { RUN_COLUMNS, type RunRow, rowToRun, runValues } from "../rows/run-rows.ts";
+import { rowToSignal, type SignalRow } from "../rows/signal-rows.ts";
+import { rowToStep, type StepRow, stepBlobDigests } from "../rows/step-rows.ts";
+import {
+  rowToTransition,
+  TRANSITION_VALUE_COLUMNS,
+  type TransitionRow,
+  transitionParams,
+} from "../rows/transition-rows.ts";
+import { rowToWait, type WaitRow } from "../rows/wait-rows.ts";
 import { claimed, isClaimable } from "../rules/lease-rules.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
-import { RUN_COLUMNS } from "../sql-rows.ts";
 import { CommitBatcher, type Settled, settle } from "./postgres-batcher.ts";
 import { makePool, PostgresConnection, type Queryable } from "./postgres-connection.ts";
 import { describeTarget, isConnectionError, type PostgresTarget } from "./postgres-errors.ts";
 import { WakeListener, wakeChannel, wakePayload } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import type { PostgresBackendOptions } from "./postgres-options.ts";
-import {
-  foldJournal,
-  inlineLimit,
-  type JournalRow,
-  journalWrite,
-  type RunRow,
-  recordsetJson,
-  rowToRun,
-  rowToSignal,
-  rowToStep,
-  rowToTransition,
-  rowToWait,
-  runValues,
-  type SignalRow,
-  type StepRow,
-  stepBlobDigests,
-  TRANSITION_VALUE_COLUMNS,
-  type TransitionRow,
-  transitionParams,
-  type WaitRow,
-} from "./postgres-schema.ts";
+import { foldJournal, type JournalRow, journalWrite, recordsetJson } from "./postgres-schema.ts";
 import { type Sql, type Statements, statements } from "./postgres-statements.ts";
 import { type StepWrite, stepBatcher } from "./postgres-step-batch.ts";
 import { movedIn, type TransitionOutcome, transitionsIn } from "./postgres-transitions.ts";

@@ -1,6 +1,6 @@
+import { RUN_COLUMNS } from "../rows/run-rows.ts";
+import { TRANSITION_VALUE_COLUMNS } from "../rows/transition-rows.ts";
 import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
-import { RUN_COLUMNS } from "../sql-rows.ts";
-import { TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
 import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
 
 /**

@@ -15,9 +15,10 @@ import {
   T0,
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
+import type { RunRow } from "../rows/run-rows.ts";
 import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
-import { type RunRow, TYPES } from "./postgres-schema.ts";
+import { TYPES } from "./postgres-schema.ts";
 import { statements } from "./postgres-statements.ts";
 import { lockTransitioning, type PlanContext, suspendIn } from "./postgres-waits.ts";
 

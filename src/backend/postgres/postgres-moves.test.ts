@@ -6,10 +6,10 @@ import { StorageRejectedError } from "../../core/errors.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { TransitionRequest } from "../backend.ts";
 import { fullStep, move, runningRun, storedState, T0 } from "../conformance/conformance-fixtures.ts";
+import type { RunRow } from "../rows/run-rows.ts";
 import { applyTransition } from "../rules/transition-rules.ts";
 import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
-import type { RunRow } from "./postgres-schema.ts";
 import { statements } from "./postgres-statements.ts";
 import { moveParams } from "./postgres-transitions.ts";
 

@@ -1,26 +1,7 @@
 import pg from "pg";
 import type { StepRecord } from "../../core/records.ts";
-import { type BlobRow, encodeStep, STEP_VALUE_COLUMNS, type StepRow } from "../sql-rows.ts";
-
-export {
-  type BlobTexts,
-  inlineLimit,
-  type RunRow,
-  rowToRun,
-  rowToSignal,
-  rowToStep,
-  rowToTransition,
-  rowToWait,
-  runValues,
-  type SignalRow,
-  type StepRow,
-  signalValues,
-  stepBlobDigests,
-  type TransitionRow,
-  transitionParams,
-  type WaitRow,
-  waitValues,
-} from "../sql-rows.ts";
+import type { BlobRow } from "../rows/blob-payloads.ts";
+import { encodeStep, STEP_VALUE_COLUMNS, type StepRow } from "../rows/step-rows.ts";
 
 /**
  * The rows of the PostgreSQL schema and their mapping to records. One row per run, per transition,
@@ -89,20 +70,6 @@ function journalStep(values: readonly unknown[]): Record<string, unknown> {
   }
   return record;
 }
-
-/** The columns of `transitionParams`, in order. */
-export const TRANSITION_VALUE_COLUMNS = [
-  "run_id",
-  "id",
-  "at",
-  "actor_kind",
-  "actor_id",
-  "from_state",
-  "to_state",
-  "paused_reason",
-  "reason",
-  "versions",
-] as const;
 
 /** `name` as a quoted SQL identifier. */
 export function quoteIdent(name: string): string {

@@ -1,7 +1,11 @@
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
-import { RUN_COLUMNS as RUN_COLUMN_LIST, SIGNAL_COLUMNS, STEP_VALUE_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
+import { RUN_COLUMNS as RUN_COLUMN_LIST } from "../rows/run-rows.ts";
+import { SIGNAL_COLUMNS } from "../rows/signal-rows.ts";
+import { STEP_VALUE_COLUMNS } from "../rows/step-rows.ts";
+import { TRANSITION_VALUE_COLUMNS } from "../rows/transition-rows.ts";
+import { WAIT_COLUMNS } from "../rows/wait-rows.ts";
 import { claimNext, claimRuns } from "./postgres-claim-statements.ts";
-import { quoteIdent, TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
+import { quoteIdent } from "./postgres-schema.ts";
 import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
 import { saveStepBatch, saveSteps } from "./postgres-step-statements.ts";
 import { moveRuns } from "./postgres-transition-statements.ts";

@@ -1,6 +1,6 @@
 import { TERMINAL_STATES } from "../../core/run-state.ts";
-import { RUN_COLUMNS } from "../sql-rows.ts";
-import { TRANSITION_VALUE_COLUMNS } from "./postgres-schema.ts";
+import { RUN_COLUMNS } from "../rows/run-rows.ts";
+import { TRANSITION_VALUE_COLUMNS } from "../rows/transition-rows.ts";
 import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
 
 /**

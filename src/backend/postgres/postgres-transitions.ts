@@ -3,13 +3,15 @@ import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records
 import { storableText } from "../../core/text.ts";
 import { assertTransition } from "../../core/transitions.ts";
 import type { TransitionRequest } from "../backend.ts";
+import { encode } from "../rows/json-columns.ts";
+import { type RunRow, rowToRun } from "../rows/run-rows.ts";
+import { rowToWait, type WaitRow } from "../rows/wait-rows.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
 import { hasEnded, Plan } from "../rules/plan.ts";
 import { transitionRecord, wakeFor } from "../rules/transition-rules.ts";
-import { encode } from "../sql-rows.ts";
 import type { Settled } from "./postgres-batcher.ts";
 import { wakePayload } from "./postgres-listener.ts";
-import { batchStepParams, type RunRow, recordsetJson, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
+import { batchStepParams, recordsetJson } from "./postgres-schema.ts";
 import { MOVE_COLUMNS } from "./postgres-transition-statements.ts";
 import { applyPlan, lockTransitioning, merge, type PlanContext, type RidingSteps } from "./postgres-waits.ts";
 

@@ -9,28 +9,17 @@ import type {
   SuspendRequest,
   SuspendResult,
 } from "../backend.ts";
+import { RUN_COLUMNS, type RunRow, rowToRun, runValues } from "../rows/run-rows.ts";
+import { rowToSignal, SIGNAL_COLUMNS, type SignalRow, signalValues } from "../rows/signal-rows.ts";
+import { TRANSITION_VALUE_COLUMNS, transitionParams } from "../rows/transition-rows.ts";
+import { rowToWait, WAIT_COLUMNS, type WaitRow, waitValues } from "../rows/wait-rows.ts";
 import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { Plan } from "../rules/plan.ts";
 import { planSignal, signalTarget } from "../rules/signal-rules.ts";
 import { planStop } from "../rules/stop-rules.ts";
 import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
-import { RUN_COLUMNS, SIGNAL_COLUMNS, WAIT_COLUMNS } from "../sql-rows.ts";
 import { wakePayload } from "./postgres-listener.ts";
-import {
-  batchStepParams,
-  type RunRow,
-  recordsetJson,
-  rowToRun,
-  rowToSignal,
-  rowToWait,
-  runValues,
-  type SignalRow,
-  signalValues,
-  TRANSITION_VALUE_COLUMNS,
-  transitionParams,
-  type WaitRow,
-  waitValues,
-} from "./postgres-schema.ts";
+import { batchStepParams, recordsetJson } from "./postgres-schema.ts";
 import { RUN_JSON_COLUMNS, type Sql, type Statements } from "./postgres-statements.ts";
 
 /**

@@ -28,19 +28,14 @@ import type {
   TransitionFeedRequest,
   TransitionRequest,
 } from "../backend.ts";
+import { inlineLimit } from "../rows/blob-payloads.ts";
+import { type RunRow, rowToRun } from "../rows/run-rows.ts";
+import { rowToSignal } from "../rows/signal-rows.ts";
+import { encodeStep, rowToStep, stepBlobDigests } from "../rows/step-rows.ts";
+import { rowToTransition } from "../rows/transition-rows.ts";
+import { rowToWait } from "../rows/wait-rows.ts";
 import { toStorageError } from "./sqlite-errors.ts";
-import {
-  encodeStep,
-  inlineLimit,
-  migrate,
-  type RunRow,
-  rowToRun,
-  rowToSignal,
-  rowToStep,
-  rowToTransition,
-  rowToWait,
-  stepBlobDigests,
-} from "./sqlite-schema.ts";
+import { migrate } from "./sqlite-schema.ts";
 import { type Db, prepareStatements, type Statements, type Stmt, saveStepFenced } from "./sqlite-statements.ts";
 import { prepareTransactions, type Transactions } from "./sqlite-transactions.ts";
 

@@ -1,39 +1,10 @@
 import type Database from "better-sqlite3";
 import { StorageError } from "../../core/errors.ts";
 
-export {
-  type BlobRow,
-  type BlobTexts,
-  DEFAULT_INLINE_LIMIT_BYTES,
-  type EncodedStep,
-  encode,
-  encodeStep,
-  inlineLimit,
-  RUN_COLUMNS,
-  type RunRow,
-  rowToRun,
-  rowToSignal,
-  rowToStep,
-  rowToTransition,
-  rowToWait,
-  runValues,
-  SIGNAL_COLUMNS,
-  type SignalRow,
-  STEP_VALUE_COLUMNS,
-  type StepRow,
-  signalValues,
-  stepBlobDigests,
-  type TransitionRow,
-  transitionParams,
-  WAIT_COLUMNS,
-  type WaitRow,
-  waitValues,
-} from "../sql-rows.ts";
-
 /**
  * The SQLite schema. One row per run, per transition, per step, per wait and per signal
  * (DESIGN §7); JSON payloads are TEXT columns; the rows map to records as in every SQL backend
- * (`../sql-rows.ts`). Each version is a migration on top of the one before, applied in one
+ * (`../rows/`). Each version is a migration on top of the one before, applied in one
  * transaction; a released version's DDL never changes.
  */
 

@@ -2,21 +2,14 @@ import type Database from "better-sqlite3";
 import { LeaseLostError } from "../../core/errors.ts";
 import type { StepRecord } from "../../core/records.ts";
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
+import { RUN_COLUMNS, type RunRow } from "../rows/run-rows.ts";
+import { SIGNAL_COLUMNS, type SignalRow } from "../rows/signal-rows.ts";
+import { type EncodedStep, STEP_VALUE_COLUMNS, type StepRow } from "../rows/step-rows.ts";
+import type { TransitionRow } from "../rows/transition-rows.ts";
+import { WAIT_COLUMNS, type WaitRow } from "../rows/wait-rows.ts";
 import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
 import { hasEnded } from "../rules/plan.ts";
-import {
-  type EncodedStep,
-  RUN_COLUMNS,
-  type RunRow,
-  SIGNAL_COLUMNS,
-  type SignalRow,
-  STEP_VALUE_COLUMNS,
-  type StepRow,
-  stepParams,
-  type TransitionRow,
-  WAIT_COLUMNS,
-  type WaitRow,
-} from "./sqlite-schema.ts";
+import { stepParams } from "./sqlite-schema.ts";
 
 /**
  * The SQL of `SqliteBackend`: every statement is prepared once per connection (the writes that

@@ -15,6 +15,11 @@ import type {
   SuspendResult,
   TransitionRequest,
 } from "../backend.ts";
+import { rowToRun, runValues } from "../rows/run-rows.ts";
+import { rowToSignal, signalValues } from "../rows/signal-rows.ts";
+import { type EncodedStep, encodeStep } from "../rows/step-rows.ts";
+import { transitionParams } from "../rows/transition-rows.ts";
+import { rowToWait, waitValues } from "../rows/wait-rows.ts";
 import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
 import { claimed, isClaimable } from "../rules/lease-rules.ts";
@@ -23,17 +28,6 @@ import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import { planSignal, signalTarget } from "../rules/signal-rules.ts";
 import { planStop } from "../rules/stop-rules.ts";
 import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
-import {
-  type EncodedStep,
-  encodeStep,
-  rowToRun,
-  rowToSignal,
-  rowToWait,
-  runValues,
-  signalValues,
-  transitionParams,
-  waitValues,
-} from "./sqlite-schema.ts";
 import { type Db, type Statements, saveStepFenced } from "./sqlite-statements.ts";
 
 /**
