@@ -11,7 +11,8 @@ import { encodeStep } from "../rows/step-rows.ts";
 import { transitionParams } from "../rows/transition-rows.ts";
 import { pendingRun } from "../rules/run-rules.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
-import { MIGRATION_V2, MIGRATION_V3, SCHEMA_V1, SCHEMA_VERSION, stepParams } from "./sqlite-schema.ts";
+import { stepParams } from "./sqlite-journal.ts";
+import { MIGRATION_V2, MIGRATION_V3, SCHEMA_V1, SCHEMA_VERSION } from "./sqlite-migrations.ts";
 import { prepareStatements } from "./sqlite-statements.ts";
 
 /** The schema of `SqliteBackend`: its version, and the upgrade in place of files of older versions. */

@@ -181,15 +181,6 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
 ];
 
 /**
- * The positional parameters of the fenced step upsert: the step's columns in table order (the
- * encoded `values` of `encodeStep`, with `epoch` being the writer's), then the run id and epoch
- * of the fence.
- */
-export function stepParams(runId: string, values: readonly unknown[], epoch: number): unknown[] {
-  return [runId, ...values, epoch, runId, epoch];
-}
-
-/**
  * Brings the file to {@link SCHEMA_VERSION} in one transaction: a new file gets every migration,
  * an older one the migrations it lacks; a file of a newer version is refused.
  */
