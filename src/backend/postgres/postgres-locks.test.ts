@@ -18,9 +18,11 @@ import {
 import type { RunRow } from "../rows/run-rows.ts";
 import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
-import { TYPES } from "./postgres-schema.ts";
+import type { PlanContext } from "./postgres-plans.ts";
+import { TYPES } from "./postgres-sql.ts";
 import { statements } from "./postgres-statements.ts";
-import { lockTransitioning, type PlanContext, suspendIn } from "./postgres-waits.ts";
+import { lockTransitioning } from "./postgres-transitions.ts";
+import { suspendIn } from "./postgres-waits.ts";
 
 /**
  * The rows a transition locks are the rows it plans with: a parent whose pause commits while its

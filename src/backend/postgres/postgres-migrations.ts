@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import { StorageError } from "../../core/errors.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
-import { quoteIdent } from "./postgres-schema.ts";
+import { quoteIdent } from "./postgres-sql.ts";
 
 /**
  * Versioned migrations of the PostgreSQL schema. Every Cairn table lives in one schema (the

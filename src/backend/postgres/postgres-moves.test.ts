@@ -8,10 +8,10 @@ import type { TransitionRequest } from "../backend.ts";
 import { fullStep, move, runningRun, storedState, T0 } from "../conformance/conformance-fixtures.ts";
 import type { RunRow } from "../rows/run-rows.ts";
 import { applyTransition } from "../rules/transition-rules.ts";
+import { moveParams } from "./batching/postgres-move-batch.ts";
 import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
 import { statements } from "./postgres-statements.ts";
-import { moveParams } from "./postgres-transitions.ts";
 
 /**
  * `moveRuns`, the statement that writes a batch of transitions needing nothing but their runs'

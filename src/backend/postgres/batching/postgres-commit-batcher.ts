@@ -1,5 +1,5 @@
 import { setImmediate as nextTurn } from "node:timers/promises";
-import { StorageRejectedError } from "../../core/errors.ts";
+import { StorageRejectedError } from "../../../core/errors.ts";
 
 /** What one caller of a batch gets: its value, or the error it alone failed with. */
 export type Settled<R> = { ok: true; value: R } | { ok: false; error: unknown };

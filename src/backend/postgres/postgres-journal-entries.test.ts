@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { StepRecord } from "../../core/records.ts";
 import { rowToStep } from "../rows/step-rows.ts";
-import { batchStepParams, foldJournal, type JournalRow } from "./postgres-schema.ts";
+import { batchStepParams, foldJournal, type JournalRow } from "./postgres-journal-entries.ts";
 
 const step = (seq: number, status: StepRecord["status"], fields: Partial<StepRecord> = {}): StepRecord => ({
   runId: "run_1",

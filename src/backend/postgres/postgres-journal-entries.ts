@@ -1,60 +1,13 @@
-import pg from "pg";
 import type { StepRecord } from "../../core/records.ts";
 import type { BlobRow } from "../rows/blob-payloads.ts";
 import { encodeStep, STEP_VALUE_COLUMNS, type StepRow } from "../rows/step-rows.ts";
 
 /**
- * The rows of the PostgreSQL schema and their mapping to records. One row per run, per transition,
- * per step, per wait and per signal (DESIGN §7). JSON payloads are `json` columns (not `jsonb`): `json` keeps the text
- * as written, so object keys come back in their order and strings may hold `\u0000`, both of which
- * `jsonb` would change or refuse. A SQL NULL means `undefined`, the JSON text `null` means JSON
- * null, so the two stay distinct through a round trip (as in the SQLite backend).
+ * The step journal of `PostgresBackend` (migration 5, DESIGN §7): each step write appends one
+ * entry per run, holding the epoch its writer held and the steps it wrote, as the JSON of
+ * `encodeStep`'s columns with the NULL ones left out; a run's steps are read back by folding its
+ * entries, a later write of a seq replacing the earlier.
  */
-
-const INT8 = 20;
-const JSON_OID = 114;
-const JSONB_OID = 3802;
-
-function int8ToNumber(text: string): number {
-  return Number(text);
-}
-
-function rawText(text: string): string {
-  return text;
-}
-
-/**
- * The type parsers of every query this backend runs (passed per query, so a pool handed in by the
- * application keeps its own settings). BIGINT columns hold epoch milliseconds, well inside
- * `Number.MAX_SAFE_INTEGER`, and come back as numbers rather than pg's default strings. JSON
- * columns come back as their text: pg's own parser would turn SQL NULL and JSON `null` into the
- * same `null`, and the row mapping must tell them apart.
- */
-export const TYPES: pg.CustomTypesConfig = {
-  getTypeParser: ((oid: number, format?: "text" | "binary") => {
-    if (oid === INT8) return int8ToNumber;
-    if (oid === JSON_OID || oid === JSONB_OID) return rawText;
-    return format === undefined ? pg.types.getTypeParser(oid) : pg.types.getTypeParser(oid, format);
-  }) as pg.CustomTypesConfig["getTypeParser"],
-};
-
-/**
- * Rows (each a list of column values, in `columns` order) as the JSON text of an array of objects
- * keyed by column name: the parameter `json_to_recordset` reads back (see `recordset` in
- * `postgres-statements.ts`). One JSON text rather than one array per column: `JSON.stringify` is
- * native, where pg escapes the elements of each text array one by one. `undefined` and `null`
- * are SQL NULL; a JSON column's value is its JSON text.
- */
-export function recordsetJson(rows: readonly (readonly unknown[])[], columns: readonly string[]): string {
-  return JSON.stringify(rows.map((row) => keyedBy(columns, row)));
-}
-
-/** A row's values as an object keyed by column name (`undefined` leaves the key out of JSON). */
-function keyedBy(columns: readonly string[], values: readonly unknown[]): Record<string, unknown> {
-  const record: Record<string, unknown> = {};
-  for (let i = 0; i < columns.length; i++) record[columns[i] as string] = values[i];
-  return record;
-}
 
 /**
  * A step's encoded columns as an object of a journal entry: a SQL NULL is a key left out, which
@@ -69,11 +22,6 @@ function journalStep(values: readonly unknown[]): Record<string, unknown> {
     if (value !== null && value !== undefined) record[STEP_VALUE_COLUMNS[i] as string] = value;
   }
   return record;
-}
-
-/** `name` as a quoted SQL identifier. */
-export function quoteIdent(name: string): string {
-  return `"${name.replace(/"/g, '""')}"`;
 }
 
 /** One run's journal entry of a step write: the epoch its writer holds, and its steps ({@link journalStep}). */

@@ -1,4 +1,4 @@
-import { type Sql, sql } from "./postgres-sql.ts";
+import { type Sql, sql } from "../postgres-sql.ts";
 
 /**
  * The step writes of `PostgresBackend` (DESIGN §7): the fenced journal inserts that carry every

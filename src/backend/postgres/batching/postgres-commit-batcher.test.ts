@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { CommitBatcher, type CommitBatcherOptions, type Settled } from "./postgres-batcher.ts";
+import { CommitBatcher, type CommitBatcherOptions, type Settled } from "./postgres-commit-batcher.ts";
 
 /** A batcher whose batches stay open until the test lets each go, recording what each held. */
 function harness(options: Omit<CommitBatcherOptions<string, string>, "run">) {

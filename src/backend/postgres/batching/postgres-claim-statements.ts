@@ -1,35 +1,13 @@
-import { RUN_COLUMNS } from "../rows/run-rows.ts";
-import { TRANSITION_VALUE_COLUMNS } from "../rows/transition-rows.ts";
-import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
-import { feedKey, type Sql, sql, stateList } from "./postgres-sql.ts";
+import { RUN_COLUMNS } from "../../rows/run-rows.ts";
+import { TRANSITION_VALUE_COLUMNS } from "../../rows/transition-rows.ts";
+import { CLAIMABLE } from "../postgres-lease-statements.ts";
+import { feedKey, type Sql, sql } from "../postgres-sql.ts";
 
 /**
- * The claims of `PostgresBackend` (DESIGN §7): the next runnable run (`claimNext`, locked for the
- * caller's transaction) and a worker's batch claim (`claimRuns`), which leases its runs and moves
- * the PENDING ones to RUNNING in the same statement.
+ * A worker's batch claim of `PostgresBackend` (DESIGN §7), which leases its runs and moves the
+ * PENDING ones to RUNNING in the same statement (the claim of one run, `claimNext`, is in
+ * `postgres-lease-statements.ts`).
  */
-
-/**
- * The runnable runs at $1 of the agents $2 (NULL: any): exactly what `isClaimable` accepts. The
- * states are the same list, in the same order, as the `runs_runnable` index predicate.
- */
-const CLAIMABLE = `state IN (${stateList(RUNNABLE_STATES)})
-         AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= $1)
-         AND ($2::text[] IS NULL OR agent = ANY ($2::text[]))`;
-
-/**
- * The oldest runnable run ({@link CLAIMABLE}), locked. SKIP LOCKED: a run another worker is
- * claiming right now is passed over, not waited for. The rule is still checked on the row found.
- */
-export function claimNext(s: string): Sql {
-  return sql(
-    `SELECT ${RUN_COLUMNS.join(", ")} FROM ${s}.runs
-       WHERE ${CLAIMABLE}
-       ORDER BY created_at, id
-       LIMIT 1
-       FOR UPDATE SKIP LOCKED`,
-  );
-}
 
 /**
  * A worker's claim, one statement and one commit: up to $3 of the oldest runnable runs that no
