@@ -45,20 +45,22 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  *
  * It is made of roles, each an interface of its own in `contract/` with its requests and
  * results, each checked by its part of the conformance suite in `conformance/`, and each written
- * by the files of the same role in `memory/`, `sqlite/` and `postgres/`:
+ * by the file of the same role in `sqlite/` and `postgres/` (`sqlite-runs.ts`, `postgres-runs.ts`,
+ * …; `memory/memory-backend.ts` holds them all). The rules every backend applies are in `rules/`,
+ * the SQL backends' rows in `rows/`.
  *
  * | role | interface | conformance |
  * | --- | --- | --- |
  * | runs | {@link RunStore} | `runs-conformance.ts`, `usage-conformance.ts` |
  * | leases | {@link LeaseStore} | `leases-conformance.ts` |
  * | transitions | {@link TransitionStore} | `transitions-conformance.ts`, `endings-conformance.ts` |
- * | journal | {@link JournalStore} | `steps-conformance.ts`, `effects-conformance.ts` |
- * | waits | {@link WaitStore} | `waits-conformance.ts` |
+ * | journal | {@link JournalStore} | `journal-conformance.ts`, `effects-conformance.ts` |
+ * | waits | {@link WaitStore} | `waits-conformance.ts`, `wait-resolution-conformance.ts` |
  * | signals | {@link SignalStore} | `signals-conformance.ts` |
  * | stops | {@link StopStore} | `stops-conformance.ts` |
- * | the child-wait sweep | {@link ChildWaitSweep} | `child-waits-conformance.ts` |
- * | wake-ups (optional) | {@link WakeUps} | `wakeups-conformance.ts` |
- * | the transition feed (optional) | {@link TransitionFeed} | `feed-conformance.ts` |
+ * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
+ * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
+ * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
  *
  * A custom backend proves itself by passing the conformance suite exported from
  * `cairn/testing` (`runBackendConformance`).

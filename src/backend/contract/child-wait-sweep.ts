@@ -3,7 +3,7 @@ import type { WaitRecord } from "../../core/records.ts";
 /**
  * The sweep of child waits, a role of the storage contract: the safety net under a child's end,
  * which resolves its parent's wait in its own transaction. Checked by
- * `conformance/child-waits-conformance.ts`.
+ * `conformance/child-wait-sweep-conformance.ts`.
  */
 export interface ChildWaitSweep {
   /**

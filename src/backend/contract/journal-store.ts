@@ -2,7 +2,7 @@ import type { StepRecord } from "../../core/records.ts";
 
 /**
  * The journal role of the storage contract: a run's steps, written under the lease's fence and
- * read back for replay. Checked by `conformance/steps-conformance.ts` (and, for the effect
+ * read back for replay. Checked by `conformance/journal-conformance.ts` (and, for the effect
  * records steps carry, `conformance/effects-conformance.ts`).
  */
 export interface JournalStore {

@@ -2,7 +2,7 @@ import type { TransitionRecord } from "../../core/records.ts";
 
 /**
  * The global transition feed, an optional role of the storage contract (a backend has both
- * methods or neither). Checked by `conformance/feed-conformance.ts`.
+ * methods or neither). Checked by `conformance/transition-feed-conformance.ts`.
  */
 export interface TransitionFeed {
   /**

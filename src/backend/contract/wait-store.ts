@@ -11,7 +11,8 @@ import type { PausedReason } from "../../core/run-state.ts";
 
 /**
  * The waits role of the storage contract: a run pausing on what its workflow waits for, waits
- * resolved from outside or when they come due. Checked by `conformance/waits-conformance.ts`.
+ * resolved from outside or when they come due. Checked by `conformance/waits-conformance.ts` and
+ * `conformance/wait-resolution-conformance.ts`.
  */
 export interface WaitStore {
   /**

@@ -1,6 +1,6 @@
 /**
  * Wake-ups, an optional role of the storage contract, so that workers and waiters need not wait
- * for their next poll. Checked by `conformance/wakeups-conformance.ts`.
+ * for their next poll. Checked by `conformance/wake-ups-conformance.ts`.
  */
 export interface WakeUps {
   /**

@@ -26,7 +26,7 @@ import {
   VERSIONS,
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
-import { largeJson } from "../conformance/steps-conformance.ts";
+import { largeJson } from "../conformance/journal-conformance.ts";
 import { applyTransition } from "../rules/transition-rules.ts";
 import { PostgresBackend, type PostgresBackendOptions } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
