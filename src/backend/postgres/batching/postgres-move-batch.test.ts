@@ -1,17 +1,17 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { backendPerTest } from "../../../test/helpers/postgres-backend-per-test.ts";
-import { until } from "../../../test/helpers/runtime-helpers.ts";
-import { StorageRejectedError } from "../../core/errors.ts";
-import type { RunRecord } from "../../core/records.ts";
-import type { TransitionRequest } from "../backend.ts";
-import { fullStep, move, runningRun, storedState, T0 } from "../conformance/conformance-fixtures.ts";
-import type { RunRow } from "../rows/run-rows.ts";
-import { applyTransition } from "../rules/transition-rules.ts";
-import { moveParams } from "./batching/postgres-move-batch.ts";
-import type { PostgresBackend } from "./postgres-backend.ts";
-import { wakeChannel } from "./postgres-listener.ts";
-import { statements } from "./postgres-statements.ts";
+import { backendPerTest } from "../../../../test/helpers/postgres-backend-per-test.ts";
+import { until } from "../../../../test/helpers/runtime-helpers.ts";
+import { StorageRejectedError } from "../../../core/errors.ts";
+import type { RunRecord } from "../../../core/records.ts";
+import type { TransitionRequest } from "../../backend.ts";
+import { fullStep, move, runningRun, storedState, T0 } from "../../conformance/conformance-fixtures.ts";
+import type { RunRow } from "../../rows/run-rows.ts";
+import { applyTransition } from "../../rules/transition-rules.ts";
+import type { PostgresBackend } from "../postgres-backend.ts";
+import { wakeChannel } from "../postgres-listener.ts";
+import { statements } from "../postgres-statements.ts";
+import { moveParams } from "./postgres-move-batch.ts";
 
 /**
  * `moveRuns`, the statement that writes a batch of transitions needing nothing but their runs'

@@ -1,10 +1,10 @@
 import pg from "pg";
 import { describe, expect, it } from "vitest";
-import { backendPerTest } from "../../../test/helpers/postgres-backend-per-test.ts";
-import { until } from "../../../test/helpers/runtime-helpers.ts";
-import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
-import type { RunRecord } from "../../core/records.ts";
-import type { RuntimeBackend, TransitionRequest } from "../backend.ts";
+import { backendPerTest } from "../../../../test/helpers/postgres-backend-per-test.ts";
+import { until } from "../../../../test/helpers/runtime-helpers.ts";
+import { InvalidInputError, LeaseLostError } from "../../../core/errors.ts";
+import type { RunRecord } from "../../../core/records.ts";
+import type { RuntimeBackend, TransitionRequest } from "../../backend.ts";
 import {
   endRun,
   fullStep,
@@ -14,8 +14,8 @@ import {
   runningRun,
   storedState,
   T0,
-} from "../conformance/conformance-fixtures.ts";
-import { InMemoryBackend } from "../memory/memory-backend.ts";
+} from "../../conformance/conformance-fixtures.ts";
+import { InMemoryBackend } from "../../memory/memory-backend.ts";
 
 /**
  * What a PostgreSQL backend is asked for at once shares a statement or a transaction: transitions
