@@ -176,7 +176,7 @@ export interface RidingSteps {
   steps: readonly StepRecord[];
 }
 
-/** The parameters of `writePlan` (see its column order in `postgres-statements.ts`). */
+/** The parameters of `writePlan` (see its column order in `postgres-plan-statements.ts`). */
 function planParams(
   ctx: PlanContext,
   part: Partial<Omit<Plan, "runs">> & { runs?: RunRecord[]; steps?: readonly RidingSteps[] },

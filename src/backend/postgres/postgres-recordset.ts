@@ -95,8 +95,8 @@ export function recordset(
 
 /**
  * Rows (each a list of column values, in `columns` order) as the JSON text of an array of objects
- * keyed by column name: the parameter `json_to_recordset` reads back (see `recordset` in
- * `postgres-statements.ts`). One JSON text rather than one array per column: `JSON.stringify` is
+ * keyed by column name: the parameter `json_to_recordset` reads back (see {@link recordset}). One
+ * JSON text rather than one array per column: `JSON.stringify` is
  * native, where pg escapes the elements of each text array one by one. `undefined` and `null`
  * are SQL NULL; a JSON column's value is its JSON text.
  */
