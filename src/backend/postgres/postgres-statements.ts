@@ -17,8 +17,6 @@ import {
   waitStatements,
 } from "./postgres-wait-statements.ts";
 
-export type { Sql } from "./postgres-sql.ts";
-
 /**
  * The SQL of `PostgresBackend`, for one schema. Each statement is a named prepared statement
  * (parsed once per connection); its name is a digest of its text, so backends on different
