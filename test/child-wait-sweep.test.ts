@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { SWEPT_NOTE } from "../src/backend/wait-rules.ts";
+import { SWEPT_NOTE } from "../src/backend/rules/child-sweep-rules.ts";
 import { defineAgent } from "../src/index.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { Runtimes, until } from "./helpers/runtime-helpers.ts";

@@ -92,7 +92,7 @@ describe("CairnClient", () => {
   it("calls its fetch as a plain function, as a browser's fetch must be called", async () => {
     const { url } = await start();
     // A browser's fetch throws "Illegal invocation" when called as a method of another object.
-    function browserLikeFetch(this: unknown, input: RequestInfo | URL, init?: RequestInit): Promise<Response> {
+    function browserLikeFetch(this: unknown, input: string | URL | Request, init?: RequestInit): Promise<Response> {
       if (this !== undefined && this !== globalThis) throw new TypeError("Illegal invocation");
       return fetch(input, init);
     }

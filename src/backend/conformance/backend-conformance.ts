@@ -1,18 +1,19 @@
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import type { RuntimeBackend } from "../backend.ts";
-import { describeChildWaits } from "./child-waits-conformance.ts";
+import { describeChildWaitSweep } from "./child-wait-sweep-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
-import { describeTransitionFeed } from "./feed-conformance.ts";
+import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
 import { describeSignals } from "./signals-conformance.ts";
-import { describeSteps } from "./steps-conformance.ts";
 import { describeStops } from "./stops-conformance.ts";
+import { describeTransitionFeed } from "./transition-feed-conformance.ts";
 import { describeTransitions } from "./transitions-conformance.ts";
 import { describeUsage } from "./usage-conformance.ts";
+import { describeWaitResolution } from "./wait-resolution-conformance.ts";
 import { describeWaits } from "./waits-conformance.ts";
-import { describeWakeUps } from "./wakeups-conformance.ts";
+import { describeWakeUps } from "./wake-ups-conformance.ts";
 
 /** Options of {@link runBackendConformance}. */
 export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBackend> {
@@ -83,12 +84,13 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeRuns(use);
     describeLeases(use);
     describeTransitions(use);
-    describeSteps(use);
+    describeJournal(use);
     describeWaits(use);
+    describeWaitResolution(use);
     describeSignals(use);
     describeStops(use);
     describeEndings(use);
-    describeChildWaits(use);
+    describeChildWaitSweep(use);
     describeEffects(use);
     describeUsage(use);
     if (options.wakeUps) {

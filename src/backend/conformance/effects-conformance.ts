@@ -57,6 +57,14 @@ function reconcile(run: RunRecord, steps: readonly StepRecord[], extra: Partial<
 
 /** Effect records on steps, steps written with a transition, and RECONCILING runs. */
 export function describeEffects(use: UseBackend): void {
+  describeEffectRecords(use);
+  describeTransitionWithSteps(use);
+  describeStopOfUnresolvedRun(use);
+  describeReconciling(use);
+}
+
+/** `effects`. */
+function describeEffectRecords(use: UseBackend): void {
   describe("effects", () => {
     it("round-trips a step's effect record; a step without one loads without it", async () => {
       const b = use();
@@ -104,7 +112,10 @@ export function describeEffects(use: UseBackend): void {
       expect(await b.loadSteps(run.id)).toStrictEqual([kept]);
     });
   });
+}
 
+/** `transition with steps`. */
+function describeTransitionWithSteps(use: UseBackend): void {
   describe("transition with steps", () => {
     it("writes an operator's decision on the step with the transition, at the run's epoch", async () => {
       const b = use();
@@ -172,7 +183,10 @@ export function describeEffects(use: UseBackend): void {
       expect((await b.getRun(running.id))?.state).toBe("RUNNING");
     });
   });
+}
 
+/** `requestStop of a NEEDS_RECONCILIATION run`. */
+function describeStopOfUnresolvedRun(use: UseBackend): void {
   describe("requestStop of a NEEDS_RECONCILIATION run", () => {
     it("keeps it waiting for the operator, with the cancel stored and its error saying the cancel is pending", async () => {
       const b = use();
@@ -233,7 +247,10 @@ export function describeEffects(use: UseBackend): void {
       });
     });
   });
+}
 
+/** `RECONCILING`. */
+function describeReconciling(use: UseBackend): void {
   describe("RECONCILING", () => {
     it("is claimable once an operator reconciled the run, and the worker moves it on to RUNNING", async () => {
       const b = use();

@@ -16,101 +16,121 @@ async function interrupt(backend: RuntimeBackend, run: RunRecord, countRecovery 
 
 /** claimRun, renewLeases and the lease queries of recovery. */
 export function describeLeases(use: UseBackend): void {
+  describeClaimRun(use);
+  describeRenewLeases(use);
+  describeListExpiredLeases(use);
+  describeListRecoverable(use);
+}
+
+/** `claimRun`. */
+function describeClaimRun(use: UseBackend): void {
   describe("claimRun", () => {
-    it("claims a PENDING run: sets the lease and increments the epoch", async () => {
-      const run = await newRun(use());
-      const claimed = await use().claimRun({ workerId: "w1", now: T0 + 5, leaseMs: LEASE_MS });
-      const expected = { ...run, epoch: 1, leaseOwner: "w1", leaseExpiresAt: T0 + 5 + LEASE_MS, updatedAt: T0 + 5 };
-      expect(claimed).toStrictEqual(expected);
-      expect(await use().getRun(run.id)).toStrictEqual(expected);
-      expect(await use().listTransitions(run.id)).toHaveLength(1);
-    });
+    claimRunTakes(use);
+    claimRunLeases(use);
+  });
+}
 
-    it("claims only runs of the agents the worker names", async () => {
-      const other = await newRun(use(), { agent: "other_agent", at: T0 });
-      const mine = await newRun(use(), { agent: "report_builder", at: T0 + 1 });
-      const request = { workerId: "w1", now: T0 + 5, leaseMs: LEASE_MS, agents: ["report_builder"] };
-      expect((await use().claimRun(request))?.id).toBe(mine.id);
-      expect(await use().claimRun(request)).toBeUndefined();
-      expect(await use().claimRun({ ...request, runId: other.id })).toBeUndefined();
-      expect(await use().claimRun({ ...request, agents: [] })).toBeUndefined();
-      expect((await use().getRun(other.id))?.leaseOwner).toBeNull();
-      expect((await use().claimRun({ ...request, agents: ["x", "other_agent"] }))?.id).toBe(other.id);
-    });
-
-    it("returns undefined when nothing is claimable", async () => {
-      expect(await use().claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })).toBeUndefined();
-    });
-
-    it("never gives one run to two concurrent claims", async () => {
-      const run = await newRun(use());
-      const results = await Promise.all(
-        ["w1", "w2", "w3"].map((workerId) => use().claimRun({ workerId, now: T0, leaseMs: LEASE_MS })),
-      );
-      const winners = results.filter((r) => r !== undefined);
-      expect(winners).toHaveLength(1);
-      expect(winners[0]?.id).toBe(run.id);
-      expect((await use().getRun(run.id))?.leaseOwner).toBe(winners[0]?.leaseOwner);
-      expect((await use().getRun(run.id))?.epoch).toBe(1);
-    });
-
-    it("hands out each of several runs exactly once", async () => {
-      const ids = new Set<string>();
-      for (let i = 0; i < 5; i++) ids.add((await newRun(use(), { at: T0 + i })).id);
-      const claims = await Promise.all(
-        Array.from({ length: 7 }, (_, i) => use().claimRun({ workerId: `w${i}`, now: T0 + 10, leaseMs: LEASE_MS })),
-      );
-      const got = claims.filter((r) => r !== undefined).map((r) => r.id);
-      expect(got).toHaveLength(5);
-      expect(new Set(got)).toEqual(ids);
-    });
-
-    it("does not claim a run under a live lease, and claims it once the lease lapses", async () => {
-      const run = await newRun(use());
-      const first = await use().claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS });
-      expect(first?.epoch).toBe(1);
-      const live = await use().claimRun({ workerId: "w2", now: T0 + LEASE_MS - 1, leaseMs: LEASE_MS });
-      expect(live).toBeUndefined();
-      expect(await use().claimRun({ workerId: "w2", now: T0 + 1, leaseMs: LEASE_MS, runId: run.id })).toBeUndefined();
-      const second = await use().claimRun({ workerId: "w2", now: T0 + LEASE_MS, leaseMs: LEASE_MS });
-      expect(second).toMatchObject({ id: run.id, epoch: 2, leaseOwner: "w2", leaseExpiresAt: T0 + 2 * LEASE_MS });
-    });
-
-    it("with runId, considers only that run", async () => {
-      const a = await newRun(use(), { at: T0 });
-      const b = await newRun(use(), { at: T0 + 1 });
-      const got = await use().claimRun({ workerId: "w1", now: T0 + 2, leaseMs: LEASE_MS, runId: b.id });
-      expect(got?.id).toBe(b.id);
-      // b is leased now; a is claimable but not asked for.
-      expect(await use().claimRun({ workerId: "w2", now: T0 + 2, leaseMs: LEASE_MS, runId: b.id })).toBeUndefined();
-      expect(await use().claimRun({ workerId: "w2", now: T0 + 2, leaseMs: LEASE_MS, runId: "nope" })).toBeUndefined();
-      expect((await use().getRun(a.id))?.epoch).toBe(0);
-    });
-
-    it("claims only PENDING and RESUMING runs", async () => {
-      const b = use();
-      const cancelled = await newRun(b);
-      await b.transition(move(cancelled, "PENDING", "CANCELLED", { fence: { unowned: true, now: T0 } }));
-      const paused = await runningRun(b);
-      await b.transition(
-        move(paused, "RUNNING", "PAUSED", { pausedReason: "awaiting_signal", patch: { releaseLease: true } }),
-      );
-      const lapsed = await runningRun(b);
-      const interrupted = await interrupt(b, await runningRun(b));
-      const later = T0 + 10 * LEASE_MS;
-      for (const run of [cancelled, paused, lapsed, interrupted]) {
-        expect(await b.claimRun({ workerId: "w9", now: later, leaseMs: LEASE_MS, runId: run.id })).toBeUndefined();
-      }
-      expect(await b.claimRun({ workerId: "w9", now: later, leaseMs: LEASE_MS })).toBeUndefined();
-
-      const resumed = await b.transition(
-        move(paused, "PAUSED", "RESUMING", { fence: { unowned: true, now: later }, at: later }),
-      );
-      const got = await b.claimRun({ workerId: "w9", now: later, leaseMs: LEASE_MS });
-      expect(got).toMatchObject({ id: paused.id, state: "RESUMING", epoch: resumed.run.epoch + 1, leaseOwner: "w9" });
-    });
+/** `claimRun`: what it takes, for whom, and never twice. */
+function claimRunTakes(use: UseBackend): void {
+  it("claims a PENDING run: sets the lease and increments the epoch", async () => {
+    const run = await newRun(use());
+    const claimed = await use().claimRun({ workerId: "w1", now: T0 + 5, leaseMs: LEASE_MS });
+    const expected = { ...run, epoch: 1, leaseOwner: "w1", leaseExpiresAt: T0 + 5 + LEASE_MS, updatedAt: T0 + 5 };
+    expect(claimed).toStrictEqual(expected);
+    expect(await use().getRun(run.id)).toStrictEqual(expected);
+    expect(await use().listTransitions(run.id)).toHaveLength(1);
   });
 
+  it("claims only runs of the agents the worker names", async () => {
+    const other = await newRun(use(), { agent: "other_agent", at: T0 });
+    const mine = await newRun(use(), { agent: "report_builder", at: T0 + 1 });
+    const request = { workerId: "w1", now: T0 + 5, leaseMs: LEASE_MS, agents: ["report_builder"] };
+    expect((await use().claimRun(request))?.id).toBe(mine.id);
+    expect(await use().claimRun(request)).toBeUndefined();
+    expect(await use().claimRun({ ...request, runId: other.id })).toBeUndefined();
+    expect(await use().claimRun({ ...request, agents: [] })).toBeUndefined();
+    expect((await use().getRun(other.id))?.leaseOwner).toBeNull();
+    expect((await use().claimRun({ ...request, agents: ["x", "other_agent"] }))?.id).toBe(other.id);
+  });
+
+  it("returns undefined when nothing is claimable", async () => {
+    expect(await use().claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS })).toBeUndefined();
+  });
+
+  it("never gives one run to two concurrent claims", async () => {
+    const run = await newRun(use());
+    const results = await Promise.all(
+      ["w1", "w2", "w3"].map((workerId) => use().claimRun({ workerId, now: T0, leaseMs: LEASE_MS })),
+    );
+    const winners = results.filter((r) => r !== undefined);
+    expect(winners).toHaveLength(1);
+    expect(winners[0]?.id).toBe(run.id);
+    expect((await use().getRun(run.id))?.leaseOwner).toBe(winners[0]?.leaseOwner);
+    expect((await use().getRun(run.id))?.epoch).toBe(1);
+  });
+}
+
+/** `claimRun`: live leases, a named run, the runnable states. */
+function claimRunLeases(use: UseBackend): void {
+  it("hands out each of several runs exactly once", async () => {
+    const ids = new Set<string>();
+    for (let i = 0; i < 5; i++) ids.add((await newRun(use(), { at: T0 + i })).id);
+    const claims = await Promise.all(
+      Array.from({ length: 7 }, (_, i) => use().claimRun({ workerId: `w${i}`, now: T0 + 10, leaseMs: LEASE_MS })),
+    );
+    const got = claims.filter((r) => r !== undefined).map((r) => r.id);
+    expect(got).toHaveLength(5);
+    expect(new Set(got)).toEqual(ids);
+  });
+
+  it("does not claim a run under a live lease, and claims it once the lease lapses", async () => {
+    const run = await newRun(use());
+    const first = await use().claimRun({ workerId: "w1", now: T0, leaseMs: LEASE_MS });
+    expect(first?.epoch).toBe(1);
+    const live = await use().claimRun({ workerId: "w2", now: T0 + LEASE_MS - 1, leaseMs: LEASE_MS });
+    expect(live).toBeUndefined();
+    expect(await use().claimRun({ workerId: "w2", now: T0 + 1, leaseMs: LEASE_MS, runId: run.id })).toBeUndefined();
+    const second = await use().claimRun({ workerId: "w2", now: T0 + LEASE_MS, leaseMs: LEASE_MS });
+    expect(second).toMatchObject({ id: run.id, epoch: 2, leaseOwner: "w2", leaseExpiresAt: T0 + 2 * LEASE_MS });
+  });
+
+  it("with runId, considers only that run", async () => {
+    const a = await newRun(use(), { at: T0 });
+    const b = await newRun(use(), { at: T0 + 1 });
+    const got = await use().claimRun({ workerId: "w1", now: T0 + 2, leaseMs: LEASE_MS, runId: b.id });
+    expect(got?.id).toBe(b.id);
+    // b is leased now; a is claimable but not asked for.
+    expect(await use().claimRun({ workerId: "w2", now: T0 + 2, leaseMs: LEASE_MS, runId: b.id })).toBeUndefined();
+    expect(await use().claimRun({ workerId: "w2", now: T0 + 2, leaseMs: LEASE_MS, runId: "nope" })).toBeUndefined();
+    expect((await use().getRun(a.id))?.epoch).toBe(0);
+  });
+
+  it("claims only PENDING and RESUMING runs", async () => {
+    const b = use();
+    const cancelled = await newRun(b);
+    await b.transition(move(cancelled, "PENDING", "CANCELLED", { fence: { unowned: true, now: T0 } }));
+    const paused = await runningRun(b);
+    await b.transition(
+      move(paused, "RUNNING", "PAUSED", { pausedReason: "awaiting_signal", patch: { releaseLease: true } }),
+    );
+    const lapsed = await runningRun(b);
+    const interrupted = await interrupt(b, await runningRun(b));
+    const later = T0 + 10 * LEASE_MS;
+    for (const run of [cancelled, paused, lapsed, interrupted]) {
+      expect(await b.claimRun({ workerId: "w9", now: later, leaseMs: LEASE_MS, runId: run.id })).toBeUndefined();
+    }
+    expect(await b.claimRun({ workerId: "w9", now: later, leaseMs: LEASE_MS })).toBeUndefined();
+
+    const resumed = await b.transition(
+      move(paused, "PAUSED", "RESUMING", { fence: { unowned: true, now: later }, at: later }),
+    );
+    const got = await b.claimRun({ workerId: "w9", now: later, leaseMs: LEASE_MS });
+    expect(got).toMatchObject({ id: paused.id, state: "RESUMING", epoch: resumed.run.epoch + 1, leaseOwner: "w9" });
+  });
+}
+
+/** `renewLeases`. */
+function describeRenewLeases(use: UseBackend): void {
   describe("renewLeases", () => {
     it("extends the leases the worker still holds", async () => {
       const run = await runningRun(use(), { workerId: "w1" });
@@ -165,7 +185,10 @@ export function describeLeases(use: UseBackend): void {
       expect(await b.getRun(run.id)).toMatchObject({ leaseOwner: "w1", leaseExpiresAt: T0 + LEASE_MS });
     });
   });
+}
 
+/** `listExpiredLeases`. */
+function describeListExpiredLeases(use: UseBackend): void {
   describe("listExpiredLeases", () => {
     it("lists leased runs (owned states, and PENDING runs claimed) whose lease lapsed at now, soonest first, up to limit", async () => {
       const b = use();
@@ -192,7 +215,10 @@ export function describeLeases(use: UseBackend): void {
       expect((await b.listExpiredLeases(T0 + 100 * LEASE_MS, 10)).map((r) => r.id)).toContain(live.id);
     });
   });
+}
 
+/** `listRecoverable`. */
+function describeListRecoverable(use: UseBackend): void {
   describe("listRecoverable", () => {
     it("lists INTERRUPTED runs with fewer recoveries than the maximum, up to limit", async () => {
       const b = use();

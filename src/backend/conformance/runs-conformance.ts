@@ -14,102 +14,124 @@ import {
 
 /** createRun, getRun and listRuns. */
 export function describeRuns(use: UseBackend): void {
+  describeCreateRun(use);
+  describeGetRun(use);
+  describeListRuns(use);
+}
+
+/** `createRun`. */
+function describeCreateRun(use: UseBackend): void {
   describe("createRun", () => {
-    it("creates a PENDING run with every field set", async () => {
-      const input = runInput({ key: "k-1" });
-      const { run, created } = await use().createRun(input);
-      expect(created).toBe(true);
-      const expected: RunRecord = {
-        id: input.id,
-        agent: "report_builder",
-        workflow: "build",
-        key: "k-1",
-        state: "PENDING",
-        pausedReason: null,
-        input: input.input,
-        output: undefined,
-        error: undefined,
-        epoch: 0,
-        leaseOwner: null,
-        leaseExpiresAt: null,
-        recoveries: 0,
-        lastTransitionId: 1,
-        versions: VERSIONS,
-        meta: { module: "examples/report-builder.ts" },
-        parentRunId: null,
-        parentClosePolicy: null,
-        stopRequest: undefined,
-        continuedFrom: null,
-        continuedTo: null,
-        usage: undefined,
-        acceptance: undefined,
-        createdAt: T0,
-        updatedAt: T0,
-      };
-      expect(run).toStrictEqual(expected);
-      expect(await use().getRun(input.id)).toStrictEqual(expected);
-    });
+    createRunWrites(use);
+    createRunByKey(use);
+  });
+}
 
-    it("writes transition 1 from null to PENDING, and returns it", async () => {
-      const input = runInput({ reason: "admitted by api" });
-      const created = await use().createRun(input);
-      expect(created.created && created.transition).toStrictEqual((await use().listTransitions(input.id))[0]);
-      expect(await use().listTransitions(input.id)).toStrictEqual([
-        {
-          runId: input.id,
-          id: 1,
-          at: T0,
-          actor: USER,
-          from: null,
-          to: "PENDING",
-          pausedReason: null,
-          reason: "admitted by api",
-          versions: VERSIONS,
-        },
-      ]);
-    });
-
-    it("returns the existing run for a known (agent, workflow, key), untouched", async () => {
-      const first = await newRun(use(), { key: "same" });
-      const again = await use().createRun(runInput({ key: "same", input: { other: true }, at: T0 + 5 }));
-      expect(again.created).toBe(false);
-      expect(again.run).toStrictEqual(first);
-      expect(await use().listRuns()).toHaveLength(1);
-      expect(await use().listTransitions(first.id)).toHaveLength(1);
-    });
-
-    it("returns the existing run as it is now, not as it was created", async () => {
-      const running = await runningRun(use(), { overrides: { key: "busy" } });
-      const again = await use().createRun(runInput({ key: "busy" }));
-      expect(again.created).toBe(false);
-      expect(again.run.state).toBe("RUNNING");
-      expect(again.run.epoch).toBe(1);
-      expect(again.run).toStrictEqual(running);
-    });
-
-    it("keeps keys separate per agent and per workflow", async () => {
-      const a = await newRun(use(), { key: "k" });
-      const b = await newRun(use(), { key: "k", workflow: "other_workflow" });
-      const c = await newRun(use(), { key: "k", agent: "other_agent" });
-      expect(new Set([a.id, b.id, c.id]).size).toBe(3);
-      expect(await use().listRuns()).toHaveLength(3);
-      const again = await use().createRun(runInput({ key: "k", workflow: "other_workflow" }));
-      expect(again).toMatchObject({ created: false, run: { id: b.id } });
-    });
-
-    it("never deduplicates runs without a key", async () => {
-      await newRun(use(), { key: null });
-      await newRun(use(), { key: null });
-      expect(await use().listRuns()).toHaveLength(2);
-    });
+/** `createRun` of a new run: the run and its first transition. */
+function createRunWrites(use: UseBackend): void {
+  it("creates a PENDING run with every field set", async () => {
+    const input = runInput({ key: "k-1" });
+    const { run, created } = await use().createRun(input);
+    expect(created).toBe(true);
+    const expected: RunRecord = {
+      id: input.id,
+      agent: "report_builder",
+      workflow: "build",
+      key: "k-1",
+      state: "PENDING",
+      pausedReason: null,
+      input: input.input,
+      output: undefined,
+      error: undefined,
+      epoch: 0,
+      leaseOwner: null,
+      leaseExpiresAt: null,
+      recoveries: 0,
+      lastTransitionId: 1,
+      versions: VERSIONS,
+      meta: { module: "examples/report-builder.ts" },
+      parentRunId: null,
+      parentClosePolicy: null,
+      stopRequest: undefined,
+      continuedFrom: null,
+      continuedTo: null,
+      usage: undefined,
+      acceptance: undefined,
+      createdAt: T0,
+      updatedAt: T0,
+    };
+    expect(run).toStrictEqual(expected);
+    expect(await use().getRun(input.id)).toStrictEqual(expected);
   });
 
+  it("writes transition 1 from null to PENDING, and returns it", async () => {
+    const input = runInput({ reason: "admitted by api" });
+    const created = await use().createRun(input);
+    expect(created.created && created.transition).toStrictEqual((await use().listTransitions(input.id))[0]);
+    expect(await use().listTransitions(input.id)).toStrictEqual([
+      {
+        runId: input.id,
+        id: 1,
+        at: T0,
+        actor: USER,
+        from: null,
+        to: "PENDING",
+        pausedReason: null,
+        reason: "admitted by api",
+        versions: VERSIONS,
+      },
+    ]);
+  });
+}
+
+/** `createRun` with a key: the run it names, kept apart per agent and workflow. */
+function createRunByKey(use: UseBackend): void {
+  it("returns the existing run for a known (agent, workflow, key), untouched", async () => {
+    const first = await newRun(use(), { key: "same" });
+    const again = await use().createRun(runInput({ key: "same", input: { other: true }, at: T0 + 5 }));
+    expect(again.created).toBe(false);
+    expect(again.run).toStrictEqual(first);
+    expect(await use().listRuns()).toHaveLength(1);
+    expect(await use().listTransitions(first.id)).toHaveLength(1);
+  });
+
+  it("returns the existing run as it is now, not as it was created", async () => {
+    const running = await runningRun(use(), { overrides: { key: "busy" } });
+    const again = await use().createRun(runInput({ key: "busy" }));
+    expect(again.created).toBe(false);
+    expect(again.run.state).toBe("RUNNING");
+    expect(again.run.epoch).toBe(1);
+    expect(again.run).toStrictEqual(running);
+  });
+
+  it("keeps keys separate per agent and per workflow", async () => {
+    const a = await newRun(use(), { key: "k" });
+    const b = await newRun(use(), { key: "k", workflow: "other_workflow" });
+    const c = await newRun(use(), { key: "k", agent: "other_agent" });
+    expect(new Set([a.id, b.id, c.id]).size).toBe(3);
+    expect(await use().listRuns()).toHaveLength(3);
+    const again = await use().createRun(runInput({ key: "k", workflow: "other_workflow" }));
+    expect(again).toMatchObject({ created: false, run: { id: b.id } });
+  });
+
+  it("never deduplicates runs without a key", async () => {
+    await newRun(use(), { key: null });
+    await newRun(use(), { key: null });
+    expect(await use().listRuns()).toHaveLength(2);
+  });
+}
+
+/** `getRun`. */
+function describeGetRun(use: UseBackend): void {
   describe("getRun", () => {
     it("returns undefined for an unknown id", async () => {
       expect(await use().getRun("no-such-run")).toBeUndefined();
     });
   });
+}
 
+/** `listRuns`. */
+function describeListRuns(use: UseBackend): void {
   describe("listRuns", () => {
     async function seed() {
       const b = use();

@@ -21,6 +21,12 @@ const ACCEPTED: AcceptanceRecord = { decision: "accepted", by: USER, note: "numb
 
 /** A run's usage (`patch.usage`), a child's usage in its parent's wait, and `recordAcceptance`. */
 export function describeUsage(use: UseBackend): void {
+  describeRunUsage(use);
+  describeRecordAcceptance(use);
+}
+
+/** `run usage`. */
+function describeRunUsage(use: UseBackend): void {
   describe("run usage", () => {
     it("is undefined for a new run, set by a transition's patch and kept by later ones", async () => {
       const b = use();
@@ -87,7 +93,10 @@ export function describeUsage(use: UseBackend): void {
       });
     });
   });
+}
 
+/** `recordAcceptance`. */
+function describeRecordAcceptance(use: UseBackend): void {
   describe("recordAcceptance", () => {
     it("stores the verdict on a COMPLETED run without a transition or a change of state", async () => {
       const b = use();

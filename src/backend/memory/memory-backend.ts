@@ -1,4 +1,3 @@
-import { randomBytes } from "node:crypto";
 import { InvalidInputError, LeaseLostError } from "../../core/errors.ts";
 import type {
   AcceptanceRecord,
@@ -9,40 +8,24 @@ import type {
   WaitRecord,
 } from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
-import type {
-  ClaimRequest,
-  CreateRunInput,
-  CreateRunResult,
-  RenewRequest,
-  ResolveWaitRequest,
-  ResolveWaitResult,
-  RunFilter,
-  RuntimeBackend,
-  SignalRequest,
-  SignalResult,
-  StopRunRequest,
-  SuspendRequest,
-  SuspendResult,
-  TransitionFeedPage,
-  TransitionFeedRequest,
-  TransitionRequest,
-  Wake,
-} from "../backend.ts";
-import { applyAcceptance, claimed, isClaimable, pendingRun } from "../transition-rules.ts";
-import {
-  type EndContext,
-  hasEnded,
-  type Plan,
-  planChildSweep,
-  planDue,
-  planResolveWait,
-  planSignal,
-  planStop,
-  planSuspend,
-  planTransition,
-  signalTarget,
-  stopMayEnd,
-} from "../wait-rules.ts";
+import type { RuntimeBackend } from "../backend.ts";
+import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
+import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
+import type { StopRunRequest } from "../contract/stop-store.ts";
+import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/transition-feed.ts";
+import type { TransitionRequest } from "../contract/transition-store.ts";
+import type { ResolveWaitRequest, ResolveWaitResult, SuspendRequest, SuspendResult } from "../contract/wait-store.ts";
+import type { Wake } from "../contract/wake-ups.ts";
+import { planChildSweep } from "../rules/child-sweep-rules.ts";
+import { type EndContext, planTransition } from "../rules/ending-rules.ts";
+import { claimed, isClaimable } from "../rules/lease-rules.ts";
+import { hasEnded, type Plan } from "../rules/plan.ts";
+import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
+import { planSignal, signalTarget } from "../rules/signal-rules.ts";
+import { planStop } from "../rules/stop-rules.ts";
+import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
+import { MemoryFeed } from "./memory-feed.ts";
 
 /**
  * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
@@ -59,13 +42,8 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #waits = new Map<string, Map<string, WaitRecord>>();
   /** Signals by run, then by message id (insertion order = arrival order). */
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
-  /**
-   * Every transition in the order it was written (the global feed): a transition's cursor is
-   * `<feed>.<its 1-based index>`, `<feed>` naming this backend object, so that a cursor of another
-   * one (a process that restarted) is refused rather than read as a position of this one.
-   */
-  readonly #feed: TransitionRecord[] = [];
-  readonly #feedId = randomBytes(4).toString("hex");
+  /** Every transition in the order it was written (the global feed). */
+  readonly #feed = new MemoryFeed();
 
   async init(): Promise<void> {}
   async close(): Promise<void> {}
@@ -273,9 +251,7 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async requestStop(request: StopRunRequest): Promise<{ run: RunRecord; transitions: TransitionRecord[] }> {
     const run = this.#runs.get(request.runId);
-    const plan = planStop(
-      run && stopMayEnd(run, request.request) ? { run, request, end: this.#endContext(run) } : { run, request },
-    );
+    const plan = planStop({ run, request });
     this.#apply(plan);
     return { run: { ...(this.#runs.get(request.runId) as RunRecord) }, transitions: plan.transitions };
   }
@@ -336,28 +312,12 @@ export class InMemoryBackend implements RuntimeBackend {
     return [...(this.#transitions.get(runId) ?? [])];
   }
 
-  /** In the order the transitions were written (one process, nothing concurrent). */
   async listTransitionsSince(request: TransitionFeedRequest): Promise<TransitionFeedPage> {
-    const from = request.after === null ? 0 : this.#feedIndex(request.after);
-    const transitions = this.#feed.slice(from, from + Math.max(0, request.limit)).map((transition, i) => {
-      const run = this.#runs.get(transition.runId) as RunRecord;
-      return { cursor: `${this.#feedId}.${from + i + 1}`, transition, agent: run.agent, workflow: run.workflow };
-    });
-    return { transitions, cursor: transitions.at(-1)?.cursor ?? `${this.#feedId}.${from}` };
+    return this.#feed.page(request, this.#runs);
   }
 
   async latestTransitionCursor(): Promise<string> {
-    return `${this.#feedId}.${this.#feed.length}`;
-  }
-
-  /** How many transitions come before a cursor of this feed. */
-  #feedIndex(cursor: string): number {
-    const match = /^([0-9a-f]+)\.(\d+)$/.exec(cursor);
-    const index = match?.[1] === this.#feedId ? Number(match[2]) : Number.NaN;
-    if (!(index <= this.#feed.length)) {
-      throw new InvalidInputError(`"${cursor}" is not a cursor of this backend's transition feed`);
-    }
-    return index;
+    return this.#feed.latest();
   }
 
   async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {

@@ -1,17 +1,17 @@
 import pg from "pg";
-import { isConnectionError, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
+import { StorageError } from "../../core/errors.ts";
+import { isConnectionError, PassThrough, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
 import type { PostgresBackendOptions } from "./postgres-options.ts";
-import { TYPES } from "./postgres-schema.ts";
-import type { Sql } from "./postgres-statements.ts";
-import { PassThrough } from "./postgres-waits.ts";
+import { type Sql, TYPES } from "./postgres-sql.ts";
 
 /** A pool, or one of its connections checked out. */
 export type Queryable = pg.Pool | pg.PoolClient;
 
 /**
- * How `PostgresBackend` talks to the server: prepared statements with its type parsers, a
- * connection checked out and given back (or closed when it may be broken), transactions, and what
- * fails turned into `StorageError`s that name the server and the fix.
+ * How `PostgresBackend` talks to the server: the pool of the open backend, prepared statements
+ * with its type parsers, a connection checked out and given back (or closed when it may be
+ * broken), transactions, and what fails turned into `StorageError`s that name the server and the
+ * fix.
  */
 export class PostgresConnection {
   readonly #target: PostgresTarget;
@@ -19,10 +19,22 @@ export class PostgresConnection {
   readonly begin: string;
   /** Connections whose transaction could not be rolled back: closed, never reused. */
   readonly #doomed = new WeakSet<pg.PoolClient>();
+  /** The pool of the open backend: set by `init()`, cleared by `close()`. */
+  pool: pg.Pool | undefined;
 
   constructor(target: PostgresTarget, transactionIdleTimeoutMs: number) {
     this.#target = target;
     this.begin = beginStatement(transactionIdleTimeoutMs);
+  }
+
+  /** The pool of the open backend; a `StorageError` before `init()` and after `close()`. */
+  ready(): pg.Pool {
+    if (!this.pool) {
+      throw new StorageError(
+        `PostgresBackend for ${this.#target.url} (schema "${this.#target.schema}") is not open; call init() first (and not after close())`,
+      );
+    }
+    return this.pool;
   }
 
   /** Runs `statement` (prepared by name) on `on`; its rows. */

@@ -150,3 +150,11 @@ export function describeTarget(options: { connectionString?: string; pool?: pg.P
     schema,
   };
 }
+
+/**
+ * An error that must reach the caller as it was thrown (a planner's refusal, the error a
+ * `resolveWait` decision threw), not be reworded as a storage failure.
+ */
+export class PassThrough {
+  constructor(readonly error: unknown) {}
+}

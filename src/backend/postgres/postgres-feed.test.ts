@@ -6,10 +6,10 @@ import type { TransitionFeedEntry, TransitionRequest } from "../backend.ts";
 import { move, runningRun, T0 } from "../conformance/conformance-fixtures.ts";
 import { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
-import { TYPES } from "./postgres-schema.ts";
+import type { PlanContext } from "./postgres-plans.ts";
+import { TYPES } from "./postgres-sql.ts";
 import { statements } from "./postgres-statements.ts";
 import { transitionsIn } from "./postgres-transitions.ts";
-import type { PlanContext } from "./postgres-waits.ts";
 
 /** One transition through the batch path, in the transaction of `ctx`. */
 async function transitionIn(ctx: PlanContext, request: TransitionRequest) {

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
 import pg from "pg";
-import type { Wake } from "../backend.ts";
+import type { Wake } from "../contract/wake-ups.ts";
+import type { PostgresConnection } from "./postgres-connection.ts";
 
 /**
  * The NOTIFY channel of a schema. Channel names are identifiers (63 bytes at most), so a long
@@ -118,4 +119,28 @@ export class WakeListener {
       this.#reconnecting = undefined;
     });
   }
+}
+
+/**
+ * `subscribe`: wake-ups over LISTEN/NOTIFY on one dedicated connection (outside the pool, with the
+ * pool's options), re-established with backoff when it drops, after which the listener hears
+ * `reconnected`. Returns the unsubscribe function.
+ */
+export async function listenForWakeUps(
+  db: PostgresConnection,
+  channel: string,
+  listener: (wake: Wake) => void,
+): Promise<() => Promise<void>> {
+  const pool = db.ready();
+  const wakeListener = new WakeListener({
+    channel,
+    onWake: listener,
+    connect: () => {
+      const client = new pg.Client({ ...pool.options, application_name: "cairn-listener" });
+      client.on("error", () => {});
+      return client;
+    },
+  });
+  await db.call("subscribe", () => wakeListener.start());
+  return () => wakeListener.stop();
 }

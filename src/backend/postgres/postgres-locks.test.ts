@@ -15,11 +15,14 @@ import {
   T0,
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
+import type { RunRow } from "../rows/run-rows.ts";
 import type { PostgresBackend } from "./postgres-backend.ts";
 import { wakeChannel } from "./postgres-listener.ts";
-import { type RunRow, TYPES } from "./postgres-schema.ts";
+import type { PlanContext } from "./postgres-plans.ts";
+import { TYPES } from "./postgres-sql.ts";
 import { statements } from "./postgres-statements.ts";
-import { lockTransitioning, type PlanContext, suspendIn } from "./postgres-waits.ts";
+import { lockTransitioning } from "./postgres-transitions.ts";
+import { suspendIn } from "./postgres-waits.ts";
 
 /**
  * The rows a transition locks are the rows it plans with: a parent whose pause commits while its
@@ -138,8 +141,8 @@ describe("PostgresBackend locks exactly the rows a transition plans with", () =>
     await history(files.db, b.schema);
     const [{ parent, child }] = (await families(b, 1)) as [{ parent: RunRecord; child: RunRecord }];
     // A child whose effect's outcome nobody knows: a cancel waits for the operator's reconcile
-    // (DESIGN §5), so no cancel ends a run at once any more; the lock it takes still sees the
-    // parent whose pause commits while it waits.
+    // (DESIGN §5), so no cancel ends a run at once any more, and the parent's pause committing
+    // meanwhile is left as it is.
     const { run: stuck } = await b.transition(
       move(child, "RUNNING", "NEEDS_RECONCILIATION", { patch: { releaseLease: true } }),
     );
@@ -155,6 +158,35 @@ describe("PostgresBackend locks exactly the rows a transition plans with", () =>
     }
     expect((await b.getRun(parent.id))?.state).toBe("PAUSED");
     expect((await b.loadWaits(parent.id))[0]).toMatchObject({ status: "open" });
+  });
+
+  it("a cancel locks its run alone: a parent and a child held by other transactions do not hold it up", async () => {
+    const b = await files.open();
+    const [{ parent, child }] = (await families(b, 1)) as [{ parent: RunRecord; child: RunRecord }];
+    const grandchild = await runningRun(b, {
+      workerId: "w3",
+      overrides: { id: `${child.id}.1`, parentRunId: child.id },
+    });
+    // The parent's and the grandchild's workers hold their rows (renewing their leases) and have
+    // not committed. A stop changes its run alone, so the cancel of the child must not wait for
+    // them (it did, when a cancel locked what a run's end locks: the run, its parent, its children).
+    const holders = await otherWorker(b, files.db);
+    const runs = `${pg.escapeIdentifier(b.schema)}.runs`;
+    try {
+      await holders.query(`UPDATE ${runs} SET lease_expires_at = $2 WHERE id = ANY ($1)`, [
+        [parent.id, grandchild.id],
+        T0 + 2 * LEASE_MS,
+      ]);
+      const cancelled = b.requestStop(stopOf(child.id, "cancel"));
+      const outcome = await Promise.race([
+        cancelled.then((result) => result.run),
+        new Promise<"waited">((resolve) => setTimeout(() => resolve("waited"), 3_000).unref()),
+      ]);
+      expect(outcome).toMatchObject({ id: child.id, state: "RUNNING", stopRequest: { kind: "cancel" } });
+    } finally {
+      await holders.commit();
+    }
+    expect(await b.listStopRequested("w2")).toEqual([child.id]);
   });
 
   it("plans each ending run with its own row when another transaction changed that row while the lock waited", async () => {

@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import type pg from "pg";
 import { StorageError } from "../../core/errors.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
-import { quoteIdent } from "./postgres-schema.ts";
+import { quoteIdent } from "./postgres-sql.ts";
 
 /**
  * Versioned migrations of the PostgreSQL schema. Every Cairn table lives in one schema (the
@@ -186,7 +186,7 @@ CREATE INDEX runs_runnable ON ${s}.runs (created_at, id) WHERE state IN (${RUNNA
   {
     version: 4,
     name: "the global transition feed",
-    // feed_key orders the feed (see `feedAfter` in postgres-statements.ts): the xid8 of the
+    // feed_key orders the feed (see `feedAfter` in postgres-transition-statements.ts): the xid8 of the
     // inserting transaction, or more (PostgreSQL 13 or later). The constant default fills the rows
     // there are without rewriting the table: they come first, run by run, before anything written
     // later. Then the default becomes the inserting transaction's id, for a process of an older

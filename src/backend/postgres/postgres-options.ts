@@ -1,4 +1,5 @@
 import type pg from "pg";
+import { InvalidDefinitionError } from "../../core/errors.ts";
 
 /** Options of `PostgresBackend`. Give `connectionString` or `pool`, not both. */
 export interface PostgresBackendOptions {
@@ -86,4 +87,27 @@ export interface PostgresBackendOptions {
    * @default 262144 (256 KiB)
    */
   inlineLimitBytes?: number;
+}
+
+/** The options checked, with their defaults: a bad one throws an `InvalidDefinitionError` that names it. */
+export function checkOptions(options: PostgresBackendOptions): { schema: string; transactionIdleTimeoutMs: number } {
+  const schema = options.schema ?? "cairn";
+  if (schema === "" || Buffer.byteLength(schema) > 63 || schema.includes("\u0000")) {
+    throw new InvalidDefinitionError(
+      `PostgresBackend schema "${schema}" is not a usable PostgreSQL name; use 1 to 63 bytes without NUL`,
+    );
+  }
+  if (options.pool && options.connectionString !== undefined) {
+    throw new InvalidDefinitionError("PostgresBackend takes connectionString or pool, not both");
+  }
+  if (options.max !== undefined && !(Number.isInteger(options.max) && options.max >= 1)) {
+    throw new InvalidDefinitionError(`PostgresBackend max must be a whole number of at least 1, got ${options.max}`);
+  }
+  const idleMs = options.transactionIdleTimeoutMs ?? 10_000;
+  if (!(Number.isInteger(idleMs) && idleMs >= 0 && idleMs <= 2 ** 31 - 1)) {
+    throw new InvalidDefinitionError(
+      `PostgresBackend transactionIdleTimeoutMs must be a whole number of milliseconds from 0 (off) to 2147483647, got ${idleMs}`,
+    );
+  }
+  return { schema, transactionIdleTimeoutMs: idleMs };
 }

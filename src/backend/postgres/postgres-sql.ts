@@ -1,4 +1,6 @@
 import { createHash } from "node:crypto";
+import pg from "pg";
+import { TERMINAL_STATES } from "../../core/run-state.ts";
 
 /** A named SQL statement: prepared once per connection under `name`. */
 export interface Sql {
@@ -35,3 +37,41 @@ export function feedKey(s: string, runId: string): string {
   return `greatest(pg_current_xact_id(),
      (SELECT p.feed_key FROM ${s}.transitions AS p WHERE p.run_id = ${runId} ORDER BY p.id DESC LIMIT 1))`;
 }
+
+/**
+ * The states of `hasEnded`; the same list, in the same order, as the `runs_stop_requested` index
+ * predicate (the planner matches a partial index only on an equal predicate).
+ */
+export const ENDED_LIST = stateList([...TERMINAL_STATES].filter((state) => state !== "INTERRUPTED"));
+
+/** `name` as a quoted SQL identifier. */
+export function quoteIdent(name: string): string {
+  return `"${name.replace(/"/g, '""')}"`;
+}
+
+const INT8 = 20;
+const JSON_OID = 114;
+const JSONB_OID = 3802;
+
+function int8ToNumber(text: string): number {
+  return Number(text);
+}
+
+function rawText(text: string): string {
+  return text;
+}
+
+/**
+ * The type parsers of every query this backend runs (passed per query, so a pool handed in by the
+ * application keeps its own settings). BIGINT columns hold epoch milliseconds, well inside
+ * `Number.MAX_SAFE_INTEGER`, and come back as numbers rather than pg's default strings. JSON
+ * columns come back as their text: pg's own parser would turn SQL NULL and JSON `null` into the
+ * same `null`, and the row mapping must tell them apart.
+ */
+export const TYPES: pg.CustomTypesConfig = {
+  getTypeParser: ((oid: number, format?: "text" | "binary") => {
+    if (oid === INT8) return int8ToNumber;
+    if (oid === JSON_OID || oid === JSONB_OID) return rawText;
+    return format === undefined ? pg.types.getTypeParser(oid) : pg.types.getTypeParser(oid, format);
+  }) as pg.CustomTypesConfig["getTypeParser"],
+};

@@ -1,111 +1,160 @@
-import { InvalidInputError } from "../../core/errors.ts";
+import { InvalidInputError, StorageError } from "../../core/errors.ts";
 import type { RunRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
-import { storableText } from "../../core/text.ts";
-import { assertTransition } from "../../core/transitions.ts";
-import type { TransitionRequest } from "../backend.ts";
-import { Plan } from "../plan.ts";
-import { encode } from "../sql-rows.ts";
-import { transitionRecord, wakeFor } from "../transition-rules.ts";
-import { type EndContext, hasEnded, planTransition } from "../wait-rules.ts";
-import type { Settled } from "./postgres-batcher.ts";
-import { wakePayload } from "./postgres-listener.ts";
-import { batchStepParams, type RunRow, recordsetJson, rowToRun, rowToWait, type WaitRow } from "./postgres-schema.ts";
-import { MOVE_COLUMNS } from "./postgres-transition-statements.ts";
-import { applyPlan, lockTransitioning, merge, type PlanContext, type RidingSteps } from "./postgres-waits.ts";
-
-/** What `transition` returns. */
-export type TransitionOutcome = { run: RunRecord; transition: TransitionRecord };
+import type { TransitionRequest } from "../contract/transition-store.ts";
+import { type RunRow, rowToRun } from "../rows/run-rows.ts";
+import { rowToTransition, type TransitionRow } from "../rows/transition-rows.ts";
+import { rowToWait, type WaitRow } from "../rows/wait-rows.ts";
+import { type EndContext, planTransition } from "../rules/ending-rules.ts";
+import { hasEnded, Plan } from "../rules/plan.ts";
+import { CommitBatcher, type Settled } from "./batching/postgres-commit-batcher.ts";
+import { movedIn } from "./batching/postgres-move-batch.ts";
+import { isConnectionError } from "./postgres-errors.ts";
+import {
+  applyPlan,
+  merge,
+  type PlanContext,
+  type PostgresShared,
+  planContext,
+  type RidingSteps,
+  type TransitionOutcome,
+} from "./postgres-plans.ts";
 
 /**
- * The transitions of a batch that `moveRuns` may write in one statement, as its parameters
- * after the channel ($1, and $3–$6): those fenced by their epoch, without a successor, not the
- * resume of a FAILED run (its rule reads the stored error), that the state machine allows and
- * whose steps are steps of their run. Undefined when no request is one of them; the others, and
- * those the statement then leaves unwritten, go through the planners ({@link transitionsIn}).
+ * The transitions of `PostgresBackend` (`TransitionStore`), batched ({@link CommitBatcher}):
+ * first the moves that need nothing but their run's row, in one statement
+ * (`batching/postgres-move-batch.ts`), then the others through the planners, in one transaction
+ * ({@link transitionsIn}).
  */
-export function moveParams(
-  requests: readonly TransitionRequest[],
-  inlineLimitBytes: number,
-): { movable: TransitionRequest[]; params: (channel: string) => unknown[] } | undefined {
-  const movable = requests.filter(isMovable);
-  if (movable.length === 0) return undefined;
-  const rows = movable.map((request) => {
-    const patch = request.patch ?? {};
-    const wake = wakeFor(request.runId, request.to);
-    return [
-      request.runId,
-      (request.fence as { epoch: number }).epoch,
-      request.from,
-      request.to,
-      request.pausedReason ?? null,
-      request.at,
-      request.actor.kind,
-      request.actor.id,
-      storableText(request.reason),
-      JSON.stringify(request.versions),
-      patch.output !== undefined,
-      encode(patch.output),
-      patch.error !== undefined,
-      encode(patch.error ?? undefined),
-      patch.usage !== undefined,
-      encode(patch.usage),
-      patch.resetRecoveries === true,
-      patch.countRecovery === true,
-      patch.clearStopRequest === true,
-      patch.releaseLease === true,
-      hasEnded(request.to),
-      wake ? wakePayload(wake) : null,
-    ];
-  });
-  const steps = batchStepParams(
-    movable
-      .filter((r) => r.steps?.length)
-      .map((r) => ({ epoch: (r.fence as { epoch: number }).epoch, steps: r.steps ?? [] })),
-    inlineLimitBytes,
-  );
-  const recordset = recordsetJson(
-    rows,
-    MOVE_COLUMNS.map(([name]) => name),
-  );
-  return { movable, params: (channel) => [recordset, channel, ...steps] };
-}
+export class PostgresTransitions {
+  readonly #x: PostgresShared;
+  /** Transitions of all runs, batched into shared transactions. */
+  #transitions: CommitBatcher<TransitionRequest, TransitionOutcome> | undefined;
 
-function isMovable(request: TransitionRequest): boolean {
-  if (!("epoch" in request.fence) || request.successor || request.from === "FAILED") return false;
-  if (request.steps?.some((step) => step.runId !== request.runId)) return false;
-  try {
-    assertTransition(request.from, request.to, { pausedReason: request.pausedReason });
-    return true;
-  } catch {
-    return false;
+  constructor(shared: PostgresShared) {
+    this.#x = shared;
+  }
+
+  /**
+   * The transition and, into an ended state, what `planEnd` does (waits closed, the parent's child
+   * wait resolved, children stopped, a successor created). Transitions of different runs that a
+   * process asks for in the same turn of the event loop, or while another batch is being written,
+   * are written together ({@link CommitBatcher}):
+   *
+   * - first those that need nothing but their run's row (fenced by the epoch, no successor, and
+   *   for an end no parent, no open wait and no child still running: a worker's fifty runs that
+   *   complete) in one statement and one commit (`moveRuns`, `batching/postgres-move-statements.ts`);
+   * - then the others, and any the statement left unwritten (a fence that moved meanwhile, say),
+   *   through the planners in one transaction (`transitionsIn`, below, for the rows it locks and in
+   *   what order). A transaction that fails for a reason other than the
+   *   connection (one request's successor clashes with a taken id, say) rolls back and its
+   *   requests are tried again one transaction each, so each caller gets the outcome it would have
+   *   had alone.
+   *
+   * The requests of one batch were made concurrently, so either order of their commits is one
+   * they could have had; the moved ones commit first.
+   */
+  async transition(request: TransitionRequest): Promise<TransitionOutcome> {
+    this.#x.db.ready();
+    this.#transitions ??= new CommitBatcher({
+      key: (r: TransitionRequest) => r.runId,
+      run: (batch) => this.#transitionBatch(batch),
+    });
+    return this.#transitions.submit(request);
+  }
+
+  async listTransitions(runId: string): Promise<TransitionRecord[]> {
+    const { db, statements } = this.#x;
+    const pool = db.ready();
+    return db.call("listTransitions", async () =>
+      (await db.query<TransitionRow>(pool, statements.listTransitions, [runId])).map(rowToTransition),
+    );
+  }
+
+  async #transitionBatch(batch: readonly TransitionRequest[]): Promise<Settled<TransitionOutcome>[]> {
+    const { db } = this.#x;
+    const pool = db.ready();
+    // First the requests that need nothing but their runs' rows, in one statement (`moveRuns`);
+    // then, in a transaction, the others and those the statement left unwritten.
+    let moved = new Map<string, TransitionOutcome>();
+    try {
+      moved = await db.call("transition", () => movedIn(planContext(this.#x, pool), batch));
+    } catch (error) {
+      // A lost connection leaves the commit unknown: every caller hears of it, as it would alone.
+      // Any other failure (one request's value the statement cannot take, say) wrote nothing: the
+      // planners take the whole batch, and isolate the request that fails.
+      if (isConnectionError((error as { cause?: unknown }).cause ?? error)) throw error;
+    }
+    const rest = batch.filter((request) => !moved.has(request.runId));
+    // A failure of the transaction is the outcome of its requests alone: the moved ones are committed.
+    const planned =
+      rest.length === 0
+        ? []
+        : await this.#plannedBatch(rest).catch((error: unknown) =>
+            rest.map((): Settled<TransitionOutcome> => ({ ok: false, error })),
+          );
+    let next = 0;
+    return batch.map((request): Settled<TransitionOutcome> => {
+      const value = moved.get(request.runId);
+      if (value) return { ok: true, value };
+      return planned[next++] ?? { ok: false, error: new StorageError("transition: the batch gave no outcome") };
+    });
+  }
+
+  /** Transitions through the planners, in one transaction ({@link transitionsIn}). */
+  async #plannedBatch(batch: readonly TransitionRequest[]): Promise<Settled<TransitionOutcome>[]> {
+    const { db } = this.#x;
+    const pool = db.ready();
+    const inTransaction = (requests: readonly TransitionRequest[]) =>
+      db.transaction(pool, "transition", (client) => transitionsIn(planContext(this.#x, client), requests));
+    try {
+      return await inTransaction(batch);
+    } catch (error) {
+      // A lost connection leaves the commit unknown: every caller hears of it, as it would alone.
+      if (batch.length === 1 || isConnectionError((error as { cause?: unknown }).cause ?? error)) throw error;
+      return Promise.all(
+        batch.map((request) =>
+          inTransaction([request]).then(
+            ([outcome]): Settled<TransitionOutcome> =>
+              outcome ?? { ok: false, error: new StorageError("transition: the batch gave no outcome") },
+            (alone: unknown): Settled<TransitionOutcome> => ({ ok: false, error: alone }),
+          ),
+        ),
+      );
+    }
   }
 }
 
+/** How many times {@link lockTransitioning} runs its statement before it gives up on a short count. */
+const LOCK_ATTEMPTS = 3;
+
 /**
- * Writes with `moveRuns` the requests of `batch` it may write ({@link moveParams}); returns the
- * outcomes of those it wrote, by run id: each run as the statement left it, and its transition as
- * `applyTransition` makes it. A request missing from the result wrote nothing.
+ * Locks, in id order, the runs `ids` and, for those of them in `ending`, their parents and their
+ * children that have not ended (the `lockTransitioning` statement, which locks by primary key), and
+ * checks that every run the statement chose came back locked. A short count (a run removed while
+ * the statement waited: nothing removes runs) runs the statement again, with what is committed
+ * by then; the rows locked already stay locked. Returns the runs as they are once locked.
  */
-export async function movedIn(
+export async function lockTransitioning(
   ctx: PlanContext,
-  batch: readonly TransitionRequest[],
-): Promise<Map<string, TransitionOutcome>> {
-  const moved = new Map<string, TransitionOutcome>();
-  const move = moveParams(batch, ctx.inlineLimitBytes);
-  if (!move) return moved;
-  const byId = new Map(move.movable.map((request) => [request.runId, request]));
-  for (const row of await ctx.query<RunRow>(ctx.statements.moveRuns, move.params(ctx.channel))) {
-    const run = rowToRun(row);
-    const request = byId.get(run.id) as TransitionRequest;
-    moved.set(run.id, { run, transition: transitionRecord(request, run.lastTransitionId) });
+  ids: readonly string[],
+  ending: readonly string[],
+): Promise<RunRecord[]> {
+  let last = { wanted: 0, locked: 0 };
+  for (let attempt = 1; attempt <= LOCK_ATTEMPTS; attempt++) {
+    const rows = await ctx.query<RunRow & { wanted: number }>(ctx.statements.lockTransitioning, [ids, ending]);
+    const wanted = rows[0]?.wanted ?? 0;
+    if (rows.length === wanted) return rows.map(rowToRun);
+    last = { wanted, locked: rows.length };
   }
-  return moved;
+  throw new StorageError(
+    `locking runs ${ids.join(", ")} for a transition: ${last.locked} of the ${last.wanted} runs chosen came back locked, ${LOCK_ATTEMPTS} times; nothing was written, try again`,
+  );
 }
 
 /**
  * Transitions of several runs (one request per run) in the current transaction, as one batch:
  *
- * 1. One statement locks, by primary key and in id order (the lock order of `postgres-waits.ts`),
+ * 1. One statement locks, by primary key and in id order (the lock order of `postgres-plans.ts`),
  *    every run a request names and, for the requests into an ended state, their parents and their
  *    children that have not ended ({@link lockTransitioning}, which checks that each came back).
  * 2. One statement reads the open waits of the ending runs and their parents' child waits on them.
@@ -202,7 +251,7 @@ function waitKey(wait: WaitRecord): string {
   return `${wait.runId}\u0000${wait.id}`;
 }
 
-/** The order `loadEndWaits` returns waits in. */
+/** The order `loadEndWaitsOf` returns waits in. */
 function bySeq(a: WaitRecord, b: WaitRecord): number {
   return a.seq - b.seq || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0);
 }

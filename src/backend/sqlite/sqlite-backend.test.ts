@@ -21,7 +21,7 @@ import {
   T0,
   waitRecord,
 } from "../conformance/conformance-fixtures.ts";
-import { largeJson } from "../conformance/steps-conformance.ts";
+import { largeJson } from "../conformance/journal-conformance.ts";
 import { SqliteBackend, type SqliteBackendOptions } from "./sqlite-backend.ts";
 
 const tmpRoot = join(tmpdir(), "cairn-sqlite-tests");

@@ -1,26 +1,16 @@
 import type Database from "better-sqlite3";
-import { LeaseLostError } from "../../core/errors.ts";
-import type { StepRecord } from "../../core/records.ts";
 import { OWNED_STATES, TERMINAL_STATES } from "../../core/run-state.ts";
-import { RUNNABLE_STATES } from "../transition-rules.ts";
-import { hasEnded } from "../wait-rules.ts";
-import {
-  type EncodedStep,
-  RUN_COLUMNS,
-  type RunRow,
-  SIGNAL_COLUMNS,
-  type SignalRow,
-  STEP_VALUE_COLUMNS,
-  type StepRow,
-  stepParams,
-  type TransitionRow,
-  WAIT_COLUMNS,
-  type WaitRow,
-} from "./sqlite-schema.ts";
+import { RUN_COLUMNS, type RunRow } from "../rows/run-rows.ts";
+import { SIGNAL_COLUMNS, type SignalRow } from "../rows/signal-rows.ts";
+import { STEP_VALUE_COLUMNS, type StepRow } from "../rows/step-rows.ts";
+import type { TransitionRow } from "../rows/transition-rows.ts";
+import { WAIT_COLUMNS, type WaitRow } from "../rows/wait-rows.ts";
+import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
+import { hasEnded } from "../rules/plan.ts";
 
 /**
- * The SQL of `SqliteBackend`: every statement is prepared once per connection (the writes that
- * take several of them are in `sqlite-transactions.ts`).
+ * The SQL of `SqliteBackend`, by role: every statement is prepared once per connection, in
+ * `init`, and used by the role files (`sqlite-runs.ts`, `sqlite-leases.ts`, …) that run them.
  */
 
 /** A transition of the feed: the row, its position, and its run's agent and workflow. */
@@ -41,88 +31,45 @@ const RUNNABLE_LIST = stateList(RUNNABLE_STATES);
 /** States in which a run has ended for its waits, its parent and its children (`hasEnded`). */
 const ENDED_LIST = stateList([...TERMINAL_STATES].filter(hasEnded));
 
-/** The prepared statements of one connection. */
-export interface Statements {
-  getRun: Stmt<[string], RunRow>;
-  /** The run that holds a key now: a run that was continued handed the key to its successor. */
-  getRunByKey: Stmt<[string, string, string], RunRow>;
-  runExists: Stmt<[string], { id: string }>;
-  getEpoch: Stmt<[string], { epoch: number }>;
-  /** Every column, in `RUN_COLUMNS` order (`runValues`). */
-  insertRun: Stmt;
-  /** Every column but `id`, then `id` (`runValues(run).slice(1)`, `run.id`). */
-  updateRun: Stmt;
-  insertTransition: Stmt;
-  claimNext: Stmt<[number, string | null, string | null], RunRow>;
-  setLease: Stmt;
-  renewLease: Stmt<[number, string, number, string]>;
-  listExpired: Stmt<[number, number], RunRow>;
-  listRecoverable: Stmt<[number, number], RunRow>;
-  /** Children of a run that have not ended, oldest first. */
-  openChildren: Stmt<[string], RunRow>;
-  listStopRequested: Stmt<[string], string>;
-  listTransitions: Stmt<[string], TransitionRow>;
-  /** The transitions after a feed position, in feed order, at most a number, with their runs' agent and workflow. */
-  feedAfter: Stmt<[number, number], FeedRow>;
-  /** The largest feed position, null when there is no transition. */
-  feedLatest: Stmt<[], number | null>;
-  saveStep: Stmt;
-  loadSteps: Stmt<[string], StepRow>;
-  /** Digest, text, bytes; a blob stored already is left as it is. */
-  insertBlob: Stmt<[string, string, number]>;
-  /** The blobs of a JSON array of digests. */
-  loadBlobs: Stmt<[string], { digest: string; text: string }>;
-  getWait: Stmt<[string, string], WaitRow>;
-  /** A run's waits in (seq, id) order. */
-  listWaits: Stmt<[string], WaitRow>;
-  openWaits: Stmt<[string], WaitRow>;
-  /** A run's open signal waits of one name, in (seq, id) order. */
-  openSignalWaits: Stmt<[string, string], WaitRow>;
-  /** The parent's open `child` wait on a child run (parent id, child id). */
-  openChildWait: Stmt<[string, string], WaitRow>;
-  /**
-   * The runs that have not ended with an open `child` wait whose child has ended, in id order, at
-   * most a number: the runs the sweep of child waits resolves a wait of.
-   */
-  endedChildWaitRuns: Stmt<[number], string>;
-  /** A run's open `child` waits, in (seq, id) order. */
-  openChildWaits: Stmt<[string], WaitRow>;
-  /** Open waits due at a time, soonest first (now, limit). */
-  dueWaits: Stmt<[number, number], WaitRow>;
-  nextDueAt: Stmt<[], number | null>;
-  /** Values in `WAIT_COLUMNS` order. */
-  upsertWait: Stmt;
-  getSignal: Stmt<[string, string], SignalRow>;
-  /** A run's inbox in arrival order. */
-  listSignals: Stmt<[string], SignalRow>;
-  unconsumedSignals: Stmt<[string], SignalRow>;
-  /** How many signals of a run are unread (`consumed_by` NULL). */
-  countUnreadSignals: Stmt<[string], number>;
-  /** Values in `SIGNAL_COLUMNS` order; a signal stored already keeps its place and gets `consumed_by`. */
-  upsertSignal: Stmt;
-}
-
-/**
- * Upserts one step if the run is still at `epoch` (fence and write are one statement), then the
- * blobs it refers to (inside the caller's transaction when there are any); a refused write
- * changed nothing, and the epoch read afterwards only words the error.
- */
-export function saveStepFenced(s: Statements, step: StepRecord, encoded: EncodedStep, epoch: number): void {
-  if (s.saveStep.run(...stepParams(step.runId, encoded.values, epoch)).changes === 1) {
-    for (const blob of encoded.blobs) s.insertBlob.run(blob.digest, blob.text, blob.bytes);
-    return;
-  }
-  const run = s.getEpoch.get(step.runId);
-  if (!run) throw new LeaseLostError(`run ${step.runId} does not exist; step ${step.seq} not saved`);
-  throw new LeaseLostError(
-    `run ${step.runId}: step ${step.seq} under lease epoch ${epoch} refused, the run is at epoch ${run.epoch}; this worker lost the run`,
-  );
-}
+/** The prepared statements of one connection, by role (each prepared by its `…Statements` function). */
+export type Statements = RunStatements &
+  LeaseStatements &
+  TransitionStatements &
+  JournalStatements &
+  WaitStatements &
+  SignalStatements &
+  StopStatements;
 
 const placeholders = (columns: readonly string[]): string => columns.map(() => "?").join(", ");
 
 /** Prepares the statements once per connection (in `init`) for reuse by every call. */
 export function prepareStatements(db: Db): Statements {
+  return {
+    ...runStatements(db),
+    ...leaseStatements(db),
+    ...transitionStatements(db),
+    ...journalStatements(db),
+    ...waitStatements(db),
+    ...signalStatements(db),
+    ...stopStatements(db),
+  };
+}
+
+/** The statements of runs: read, insert and update a run's row, and its open children. */
+export interface RunStatements {
+  getRun: Stmt<[string], RunRow>;
+  /** The run that holds a key now: a run that was continued handed the key to its successor. */
+  getRunByKey: Stmt<[string, string, string], RunRow>;
+  runExists: Stmt<[string], { id: string }>;
+  /** Every column, in `RUN_COLUMNS` order (`runValues`). */
+  insertRun: Stmt;
+  /** Every column but `id`, then `id` (`runValues(run).slice(1)`, `run.id`). */
+  updateRun: Stmt;
+  /** Children of a run that have not ended, oldest first. */
+  openChildren: Stmt<[string], RunRow>;
+}
+
+function runStatements(db: Db): RunStatements {
   return {
     getRun: db.prepare<[string], RunRow>("SELECT * FROM runs WHERE id = ?"),
     // The terms match the partial index runs_by_key, which SQLite then uses.
@@ -130,19 +77,29 @@ export function prepareStatements(db: Db): Statements {
       "SELECT * FROM runs WHERE agent = ? AND workflow = ? AND run_key = ? AND continued_to IS NULL",
     ),
     runExists: db.prepare<[string], { id: string }>("SELECT id FROM runs WHERE id = ?"),
-    getEpoch: db.prepare<[string], { epoch: number }>("SELECT epoch FROM runs WHERE id = ?"),
     insertRun: db.prepare(`INSERT INTO runs (${RUN_COLUMNS.join(", ")}) VALUES (${placeholders(RUN_COLUMNS)})`),
     updateRun: db.prepare(
       `UPDATE runs SET ${RUN_COLUMNS.slice(1)
         .map((c) => `${c} = ?`)
         .join(", ")} WHERE id = ?`,
     ),
-    // The next feed position: every write runs under the write lock, so positions follow commits.
-    insertTransition: db.prepare(
-      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions,
-         feed_position)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(feed_position), 0) + 1 FROM transitions))`,
+    openChildren: db.prepare<[string], RunRow>(
+      `SELECT * FROM runs WHERE parent_run_id = ? AND state NOT IN (${ENDED_LIST}) ORDER BY created_at, id`,
     ),
+  };
+}
+
+/** The statements of leases: claims, renewals and the runs whose lease lapsed. */
+export interface LeaseStatements {
+  claimNext: Stmt<[number, string | null, string | null], RunRow>;
+  setLease: Stmt;
+  renewLease: Stmt<[number, string, number, string]>;
+  listExpired: Stmt<[number, number], RunRow>;
+  listRecoverable: Stmt<[number, number], RunRow>;
+}
+
+function leaseStatements(db: Db): LeaseStatements {
+  return {
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
     claimNext: db.prepare<[number, string | null, string | null], RunRow>(
       `SELECT * FROM runs WHERE state IN (${RUNNABLE_LIST})
@@ -164,15 +121,27 @@ export function prepareStatements(db: Db): Statements {
     listRecoverable: db.prepare<[number, number], RunRow>(
       "SELECT * FROM runs WHERE state = 'INTERRUPTED' AND recoveries < ? ORDER BY updated_at, id LIMIT ?",
     ),
-    openChildren: db.prepare<[string], RunRow>(
-      `SELECT * FROM runs WHERE parent_run_id = ? AND state NOT IN (${ENDED_LIST}) ORDER BY created_at, id`,
+  };
+}
+
+/** The statements of transitions: a run's history and the global feed. */
+export interface TransitionStatements {
+  insertTransition: Stmt;
+  listTransitions: Stmt<[string], TransitionRow>;
+  /** The transitions after a feed position, in feed order, at most a number, with their runs' agent and workflow. */
+  feedAfter: Stmt<[number, number], FeedRow>;
+  /** The largest feed position, null when there is no transition. */
+  feedLatest: Stmt<[], number | null>;
+}
+
+function transitionStatements(db: Db): TransitionStatements {
+  return {
+    // The next feed position: every write runs under the write lock, so positions follow commits.
+    insertTransition: db.prepare(
+      `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions,
+         feed_position)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(feed_position), 0) + 1 FROM transitions))`,
     ),
-    // The terms match the partial index runs_stop_requested.
-    listStopRequested: db
-      .prepare<[string], string>(
-        "SELECT id FROM runs WHERE lease_owner = ? AND stop_request IS NOT NULL ORDER BY created_at, id",
-      )
-      .pluck(),
     listTransitions: db.prepare<[string], TransitionRow>("SELECT * FROM transitions WHERE run_id = ? ORDER BY id"),
     feedAfter: db.prepare<[number, number], FeedRow>(
       `SELECT t.*, r.agent AS run_agent, r.workflow AS run_workflow
@@ -180,6 +149,23 @@ export function prepareStatements(db: Db): Statements {
        WHERE t.feed_position > ? ORDER BY t.feed_position LIMIT ?`,
     ),
     feedLatest: db.prepare<[], number | null>("SELECT max(feed_position) FROM transitions").pluck(),
+  };
+}
+
+/** The statements of the journal: steps and the blobs they refer to, under the epoch's fence. */
+export interface JournalStatements {
+  getEpoch: Stmt<[string], { epoch: number }>;
+  saveStep: Stmt;
+  loadSteps: Stmt<[string], StepRow>;
+  /** Digest, text, bytes; a blob stored already is left as it is. */
+  insertBlob: Stmt<[string, string, number]>;
+  /** The blobs of a JSON array of digests. */
+  loadBlobs: Stmt<[string], { digest: string; text: string }>;
+}
+
+function journalStatements(db: Db): JournalStatements {
+  return {
+    getEpoch: db.prepare<[string], { epoch: number }>("SELECT epoch FROM runs WHERE id = ?"),
     // The fence and the write are one statement, hence one transaction: the row is written only
     // while the run is at the writer's epoch, and the write lock is taken before the check.
     saveStep: db.prepare(
@@ -196,13 +182,37 @@ export function prepareStatements(db: Db): Statements {
     loadBlobs: db.prepare<[string], { digest: string; text: string }>(
       "SELECT digest, text FROM blobs WHERE digest IN (SELECT value FROM json_each(?))",
     ),
+  };
+}
+
+/** The statements of waits: a run's waits, the due ones and those the sweep of child waits resolves. */
+export interface WaitStatements {
+  getWait: Stmt<[string, string], WaitRow>;
+  /** A run's waits in (seq, id) order. */
+  listWaits: Stmt<[string], WaitRow>;
+  openWaits: Stmt<[string], WaitRow>;
+  /** The parent's open `child` wait on a child run (parent id, child id). */
+  openChildWait: Stmt<[string, string], WaitRow>;
+  /**
+   * The runs that have not ended with an open `child` wait whose child has ended, in id order, at
+   * most a number: the runs the sweep of child waits resolves a wait of.
+   */
+  endedChildWaitRuns: Stmt<[number], string>;
+  /** A run's open `child` waits, in (seq, id) order. */
+  openChildWaits: Stmt<[string], WaitRow>;
+  /** Open waits due at a time, soonest first (now, limit). */
+  dueWaits: Stmt<[number, number], WaitRow>;
+  nextDueAt: Stmt<[], number | null>;
+  /** Values in `WAIT_COLUMNS` order. */
+  upsertWait: Stmt;
+}
+
+function waitStatements(db: Db): WaitStatements {
+  return {
     getWait: db.prepare<[string, string], WaitRow>("SELECT * FROM waits WHERE run_id = ? AND id = ?"),
     listWaits: db.prepare<[string], WaitRow>("SELECT * FROM waits WHERE run_id = ? ORDER BY seq, id"),
     openWaits: db.prepare<[string], WaitRow>(
       "SELECT * FROM waits WHERE run_id = ? AND status = 'open' ORDER BY seq, id",
-    ),
-    openSignalWaits: db.prepare<[string, string], WaitRow>(
-      "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'signal' AND name = ? ORDER BY seq, id",
     ),
     openChildWait: db.prepare<[string, string], WaitRow>(
       "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'child' AND name = ? ORDER BY seq, id LIMIT 1",
@@ -234,6 +244,28 @@ export function prepareStatements(db: Db): Statements {
     upsertWait: db.prepare(
       `INSERT OR REPLACE INTO waits (${WAIT_COLUMNS.join(", ")}) VALUES (${placeholders(WAIT_COLUMNS)})`,
     ),
+  };
+}
+
+/** The statements of signals: a run's inbox and the waits a signal resolves. */
+export interface SignalStatements {
+  /** A run's open signal waits of one name, in (seq, id) order. */
+  openSignalWaits: Stmt<[string, string], WaitRow>;
+  getSignal: Stmt<[string, string], SignalRow>;
+  /** A run's inbox in arrival order. */
+  listSignals: Stmt<[string], SignalRow>;
+  unconsumedSignals: Stmt<[string], SignalRow>;
+  /** How many signals of a run are unread (`consumed_by` NULL). */
+  countUnreadSignals: Stmt<[string], number>;
+  /** Values in `SIGNAL_COLUMNS` order; a signal stored already keeps its place and gets `consumed_by`. */
+  upsertSignal: Stmt;
+}
+
+function signalStatements(db: Db): SignalStatements {
+  return {
+    openSignalWaits: db.prepare<[string, string], WaitRow>(
+      "SELECT * FROM waits WHERE run_id = ? AND status = 'open' AND kind = 'signal' AND name = ? ORDER BY seq, id",
+    ),
     getSignal: db.prepare<[string, string], SignalRow>("SELECT * FROM signals WHERE run_id = ? AND message_id = ?"),
     listSignals: db.prepare<[string], SignalRow>("SELECT * FROM signals WHERE run_id = ? ORDER BY arrival"),
     unconsumedSignals: db.prepare<[string], SignalRow>(
@@ -246,5 +278,21 @@ export function prepareStatements(db: Db): Statements {
       `INSERT INTO signals (${SIGNAL_COLUMNS.join(", ")}) VALUES (${placeholders(SIGNAL_COLUMNS)})
        ON CONFLICT (run_id, message_id) DO UPDATE SET consumed_by = excluded.consumed_by`,
     ),
+  };
+}
+
+/** The statements of stops: the runs a worker holds that were asked to stop. */
+export interface StopStatements {
+  listStopRequested: Stmt<[string], string>;
+}
+
+function stopStatements(db: Db): StopStatements {
+  return {
+    // The terms match the partial index runs_stop_requested.
+    listStopRequested: db
+      .prepare<[string], string>(
+        "SELECT id FROM runs WHERE lease_owner = ? AND stop_request IS NOT NULL ORDER BY created_at, id",
+      )
+      .pluck(),
   };
 }
