@@ -75,71 +75,94 @@ export interface MoneyTransferOptions {
   retry?: RetryPolicy;
 }
 
+/** How the tools reach the bank. */
+interface BankAccess {
+  url: () => Promise<string>;
+  naive: boolean;
+  retry: RetryPolicy | undefined;
+}
+
+/** Asks the bank whether the operation with this key was applied. */
+async function bankStatus(
+  bank: BankAccess,
+  ctx: { idempotencyKey: string; signal: AbortSignal },
+): Promise<EffectStatusAnswer<Applied>> {
+  let res: Awaited<ReturnType<typeof callBank>>;
+  try {
+    res = await callBank(
+      await bank.url(),
+      "GET",
+      `/status?key=${encodeURIComponent(ctx.idempotencyKey)}`,
+      undefined,
+      ctx.signal,
+    );
+  } catch (err) {
+    return { outcome: "unknown", note: `the bank's /status could not be asked: ${(err as Error).message}` };
+  }
+  if (res.status !== 200) return { outcome: "unknown", note: `the bank answered /status with ${res.status}` };
+  if (res.body.applied) {
+    const result = res.body.result as Applied;
+    return { outcome: "applied", result, receipt: receipt(result) };
+  }
+  return { outcome: "not_applied" };
+}
+
+/** Calls the bank for `op`; what its answer says about the effect, as the effect tool's outcome. */
+async function callOperation(
+  bank: BankAccess,
+  op: Operation,
+  args: Leg,
+  ctx: { idempotencyKey: string; signal: AbortSignal },
+): Promise<Applied> {
+  const body = { account: args.account, amount: args.amount, key: ctx.idempotencyKey };
+  let res: Awaited<ReturnType<typeof callBank>>;
+  try {
+    res = await callBank(await bank.url(), "POST", `/${op}`, body, ctx.signal);
+  } catch (err) {
+    // Nothing listened: the request never left, the money surely did not move; retried
+    // with the same key. Any other failure (a dropped connection, a timeout) may have
+    // come after the bank applied it: the error stays unclassified and `status` settles it.
+    if (err instanceof BankUnreachableError) throw new EffectNotAppliedError(err.message, { cause: err });
+    throw err;
+  }
+  if (res.status === 200) {
+    await demoDelay(ctx.signal);
+    return res.body as Applied;
+  }
+  const reason = `${res.body?.error ?? res.status}: ${res.body?.message ?? "no reason given"}`;
+  // 409 (insufficient funds, closed account) and the other 4xx: the bank refused and will
+  // refuse again; nothing moved.
+  if (res.status >= 400 && res.status < 500) {
+    throw new EffectRefusedError(`the bank refused to ${op} ${args.amount} on ${args.account}: ${reason}`);
+  }
+  throw new Error(`the bank answered ${op} with ${res.status} (${reason}); whether it applied is not known`);
+}
+
+/** One of the three effect tools that move money. */
+function operationTool(bank: BankAccess, op: Operation, description: string, compensate?: string) {
+  return defineTool({
+    description,
+    input: Leg,
+    ...(bank.retry ? { retry: bank.retry } : {}),
+    effect: {
+      // One transfer, one withdrawal: the key is the transfer's, whichever run or attempt makes it.
+      key: (args: Leg) => args.transferId,
+      ...(bank.naive ? {} : { status: (ctx, _args: Leg) => bankStatus(bank, ctx) }),
+      ...(compensate ? { compensate } : {}),
+      receipt,
+    },
+    run: (ctx, args): Promise<Applied> => callOperation(bank, op, args, ctx),
+  });
+}
+
 /** The money-transfer agent against a given bank (tests make one per bank). */
 export function moneyTransferAgent(options: MoneyTransferOptions) {
   const naive = options.naive ?? false;
-  const bankUrl = async () => (typeof options.bank === "string" ? options.bank : await options.bank());
-
-  /** Asks the bank whether the operation with this key was applied. */
-  const status = async (ctx: { idempotencyKey: string; signal: AbortSignal }): Promise<EffectStatusAnswer<Applied>> => {
-    let res: Awaited<ReturnType<typeof callBank>>;
-    try {
-      res = await callBank(
-        await bankUrl(),
-        "GET",
-        `/status?key=${encodeURIComponent(ctx.idempotencyKey)}`,
-        undefined,
-        ctx.signal,
-      );
-    } catch (err) {
-      return { outcome: "unknown", note: `the bank's /status could not be asked: ${(err as Error).message}` };
-    }
-    if (res.status !== 200) return { outcome: "unknown", note: `the bank answered /status with ${res.status}` };
-    if (res.body.applied) {
-      const result = res.body.result as Applied;
-      return { outcome: "applied", result, receipt: receipt(result) };
-    }
-    return { outcome: "not_applied" };
+  const bank: BankAccess = {
+    url: async () => (typeof options.bank === "string" ? options.bank : await options.bank()),
+    naive,
+    retry: options.retry,
   };
-
-  const operation = (op: Operation, description: string, compensate?: string) =>
-    defineTool({
-      description,
-      input: Leg,
-      ...(options.retry ? { retry: options.retry } : {}),
-      effect: {
-        // One transfer, one withdrawal: the key is the transfer's, whichever run or attempt makes it.
-        key: (args: Leg) => args.transferId,
-        ...(naive ? {} : { status: (ctx, _args: Leg) => status(ctx) }),
-        ...(compensate ? { compensate } : {}),
-        receipt,
-      },
-      run: async (ctx, args): Promise<Applied> => {
-        const body = { account: args.account, amount: args.amount, key: ctx.idempotencyKey };
-        let res: Awaited<ReturnType<typeof callBank>>;
-        try {
-          res = await callBank(await bankUrl(), "POST", `/${op}`, body, ctx.signal);
-        } catch (err) {
-          // Nothing listened: the request never left, the money surely did not move; retried
-          // with the same key. Any other failure (a dropped connection, a timeout) may have
-          // come after the bank applied it: the error stays unclassified and `status` settles it.
-          if (err instanceof BankUnreachableError) throw new EffectNotAppliedError(err.message, { cause: err });
-          throw err;
-        }
-        if (res.status === 200) {
-          await demoDelay(ctx.signal);
-          return res.body as Applied;
-        }
-        const reason = `${res.body?.error ?? res.status}: ${res.body?.message ?? "no reason given"}`;
-        // 409 (insufficient funds, closed account) and the other 4xx: the bank refused and will
-        // refuse again; nothing moved.
-        if (res.status >= 400 && res.status < 500) {
-          throw new EffectRefusedError(`the bank refused to ${op} ${args.amount} on ${args.account}: ${reason}`);
-        }
-        throw new Error(`the bank answered ${op} with ${res.status} (${reason}); whether it applied is not known`);
-      },
-    });
-
   return defineAgent({
     name: options.name ?? (naive ? "money_transfer_naive" : "money_transfer"),
     description: naive
@@ -148,9 +171,9 @@ export function moneyTransferAgent(options: MoneyTransferOptions) {
     // When the workflow fails (a refused deposit), the applied effects' compensations run in reverse.
     compensate: "on_failure",
     tools: {
-      withdraw: operation("withdraw", "Takes the amount from the source account", "refund"),
-      deposit: operation("deposit", "Puts the amount on the destination account"),
-      refund: operation("refund", "Gives a withdrawn amount back (the withdrawal's compensation)"),
+      withdraw: operationTool(bank, "withdraw", "Takes the amount from the source account", "refund"),
+      deposit: operationTool(bank, "deposit", "Puts the amount on the destination account"),
+      refund: operationTool(bank, "refund", "Gives a withdrawn amount back (the withdrawal's compensation)"),
     },
     workflows: {
       async transfer(ctx, input: TransferInput): Promise<TransferOutput> {

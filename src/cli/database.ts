@@ -3,8 +3,8 @@ import { resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import type { RuntimeBackend } from "../backend/backend.ts";
 import { InvalidDefinitionError, StorageError } from "../core/errors.ts";
-import { PostgresBackend } from "../postgres.ts";
-import { SqliteBackend } from "../sqlite.ts";
+import { PostgresBackend } from "../backend/postgres/postgres-backend.ts";
+import { SqliteBackend } from "../backend/sqlite/sqlite-backend.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { displayPath } from "./format.ts";
 
