@@ -17,13 +17,14 @@ export const LAYERS = {
   agent: ["core"],
   llm: ["core"],
   mcp: ["core"],
+  sandbox: ["core"],
   backend: ["core"],
   api: ["core"],
   worker: ["core", "backend"],
-  runtime: ["core", "backend", "worker", "agent", "llm", "mcp"],
-  server: ["core", "backend", "worker", "runtime", "agent", "llm", "mcp", "api"],
+  runtime: ["core", "backend", "worker", "agent", "llm", "mcp", "sandbox"],
+  server: ["core", "backend", "worker", "runtime", "agent", "llm", "mcp", "sandbox", "api"],
   client: ["core", "api"],
-  cli: ["core", "backend", "worker", "runtime", "agent", "llm", "mcp", "api", "server", "client"],
+  cli: ["core", "backend", "worker", "runtime", "agent", "llm", "mcp", "sandbox", "api", "server", "client"],
 };
 
 /** What core may not import: anything that does I/O (it takes I/O through its ports). */
