@@ -2,9 +2,9 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import type { ParseArgsConfig } from "node:util";
 import type { RuntimeBackend } from "../backend/backend.ts";
-import { InvalidDefinitionError, StorageError } from "../core/errors.ts";
 import { PostgresBackend } from "../backend/postgres/postgres-backend.ts";
 import { SqliteBackend } from "../backend/sqlite/sqlite-backend.ts";
+import { InvalidDefinitionError, StorageError } from "../core/errors.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import { displayPath } from "./format.ts";
 

@@ -1,11 +1,17 @@
 import type { RunEvent, RunEventBody, RunEventsOptions } from "../core/events.ts";
 import type { TransitionRecord } from "../core/records.ts";
-import { isSettled } from "../core/run-state.ts";
+import { isSettled, OWNED_STATES } from "../core/run-state.ts";
 
 /**
- * The live event stream of runs executed by this process (DESIGN §8): transitions as they are
- * recorded and model output as it streams. Nothing here is journaled: a consumer that needs the
- * record reads the journal; this is for watching a run while it happens.
+ * The live event stream of runs executed by this process (DESIGN §4, streaming): transitions as
+ * they are recorded and model output as it streams. Nothing here is journaled: a consumer that
+ * needs the record reads the journal; this is for watching a run while it happens.
+ *
+ * A run's stream costs nothing while nobody can see it: it is kept while this process executes the
+ * run (from a transition into an owned state, RUNNING and the like, to the transition that lets it
+ * go) or while a reader follows it, and dropped when neither holds — a paused run, or a run a
+ * client-only runtime started, holds no memory here. The streams of the last runs that settled are
+ * kept for late readers, a bounded number of them.
  */
 
 interface Channel {
@@ -14,7 +20,10 @@ interface Channel {
   first: number;
   next: number;
   settled: boolean;
+  /** Woken when an event is added or the stream ends. */
   listeners: Set<() => void>;
+  /** Readers following the stream now (`read`). */
+  readers: number;
 }
 
 /** Events kept per run; older ones are dropped (a consumer asking for them starts at the oldest kept). */
@@ -24,19 +33,31 @@ const TRIM = 1_000;
 /** Settled runs whose streams are kept for late readers; the oldest is dropped first. */
 const SETTLED_RUNS_KEPT = 1_000;
 
-/** Holds each run's recent events in memory and wakes the readers of a run when one is added. */
+/** Holds the streams of the runs this process executes or someone follows, and wakes their readers. */
 export class RunEventHub {
   readonly #channels = new Map<string, Channel>();
-  readonly #settled: string[] = [];
+  /** Runs this process executes now: their streams are kept whether or not anyone reads them. */
+  readonly #executing = new Set<string>();
+  /** Settled runs whose streams are kept without a reader, oldest first (a Set keeps insertion order). */
+  readonly #settled = new Set<string>();
   readonly #now: () => number;
 
   constructor(now: () => number) {
     this.#now = now;
   }
 
-  /** Adds an event to the run's stream; `body` becomes the event (pass a fresh object). */
+  /** Streams held now (for tests of what a run costs): executing, followed, or recently settled. */
+  get size(): number {
+    return this.#channels.size;
+  }
+
+  /**
+   * Adds an event to the run's stream; `body` becomes the event (pass a fresh object). A run that
+   * is neither executed here nor followed has no stream: the event is dropped.
+   */
   emit(runId: string, body: RunEventBody): void {
-    const channel = this.#channel(runId);
+    const channel = this.#channels.get(runId) ?? (this.#executing.has(runId) ? this.#open(runId) : undefined);
+    if (!channel) return;
     // The body is the event (made for this call by its emitter): stamped, not copied.
     const event = body as RunEvent;
     event.runId = runId;
@@ -52,14 +73,22 @@ export class RunEventHub {
   }
 
   /**
-   * Adds a recorded transition; `ends` (by default: the state is settled) ends the run's stream
-   * for its readers. The runtime passes false for an INTERRUPTED run that recovery takes up again.
+   * Adds a transition this process recorded; `ends` (by default: the state is settled) ends the
+   * run's stream for its readers. The runtime passes false for an INTERRUPTED run that recovery
+   * takes up again. A transition into an owned state (RUNNING, RESUMING, …) means this process
+   * executes the run until its next transition says otherwise.
    */
   transition(transition: TransitionRecord, ends = isSettled(transition.to)): void {
-    const channel = this.#channels.get(transition.runId);
+    const runId = transition.runId;
+    if (OWNED_STATES.has(transition.to)) this.#executing.add(runId);
+    else this.#executing.delete(runId);
+    const channel = this.#channels.get(runId);
     // Settled, then taken up again (an operator reconciled it): its stream is open again.
-    if (channel?.settled && !isSettled(transition.to)) channel.settled = false;
-    this.emit(transition.runId, {
+    if (channel?.settled && !isSettled(transition.to)) {
+      channel.settled = false;
+      this.#settled.delete(runId);
+    }
+    this.emit(runId, {
       type: "transition",
       from: transition.from,
       to: transition.to,
@@ -67,17 +96,18 @@ export class RunEventHub {
       reason: transition.reason,
       actor: transition.actor,
     });
-    if (ends) this.settle(transition.runId);
+    if (ends) this.settle(runId);
+    else this.#release(runId);
   }
 
   /** Marks the run's stream ended (its run settled, maybe in another process). */
   settle(runId: string): void {
-    const channel = this.#channel(runId);
-    if (channel.settled) return;
+    this.#executing.delete(runId);
+    const channel = this.#channels.get(runId);
+    if (!channel || channel.settled) return;
     channel.settled = true;
-    if (!this.#settled.includes(runId)) this.#settled.push(runId);
-    while (this.#settled.length > SETTLED_RUNS_KEPT) this.#channels.delete(this.#settled.shift() as string);
     this.#wake(channel);
+    this.#release(runId);
   }
 
   /**
@@ -90,7 +120,23 @@ export class RunEventHub {
     options: RunEventsOptions & { checkMs: number },
     settledElsewhere: () => Promise<boolean>,
   ): AsyncGenerator<RunEvent> {
-    const channel = this.#channel(runId);
+    const channel = this.#channels.get(runId) ?? this.#open(runId);
+    channel.readers++;
+    this.#settled.delete(runId);
+    try {
+      yield* this.#follow(channel, runId, options, settledElsewhere);
+    } finally {
+      channel.readers--;
+      this.#release(runId);
+    }
+  }
+
+  async *#follow(
+    channel: Channel,
+    runId: string,
+    options: RunEventsOptions & { checkMs: number },
+    settledElsewhere: () => Promise<boolean>,
+  ): AsyncGenerator<RunEvent> {
     let offset = Math.max(options.from ?? 0, 0);
     const signal = options.signal;
     for (;;) {
@@ -98,6 +144,9 @@ export class RunEventHub {
         offset = event.offset + 1;
         yield event;
       }
+      // Events added while the reader held the ones before (a yield waits for it): read them too
+      // before an ending, which may have come with them, ends the stream.
+      if (offset < channel.next && !signal?.aborted) continue;
       if (channel.settled || signal?.aborted) return;
       const woken = await new Promise<boolean>((resolve) => {
         const done = (news: boolean) => {
@@ -117,16 +166,35 @@ export class RunEventHub {
 
   /** Wakes every reader (the runtime is closing): each yields what is buffered and ends. */
   closeAll(): void {
-    for (const [runId] of this.#channels) this.settle(runId);
+    this.#executing.clear();
+    for (const runId of [...this.#channels.keys()]) this.settle(runId);
   }
 
-  #channel(runId: string): Channel {
-    let channel = this.#channels.get(runId);
-    if (!channel) {
-      channel = { events: [], first: 0, next: 0, settled: false, listeners: new Set() };
-      this.#channels.set(runId, channel);
-    }
+  #open(runId: string): Channel {
+    const channel: Channel = { events: [], first: 0, next: 0, settled: false, listeners: new Set(), readers: 0 };
+    this.#channels.set(runId, channel);
     return channel;
+  }
+
+  /**
+   * Drops the run's stream once nothing holds it (not executed here, no reader): a settled run's
+   * is kept among the last `SETTLED_RUNS_KEPT` for late readers, any other's is dropped now.
+   */
+  #release(runId: string): void {
+    const channel = this.#channels.get(runId);
+    if (!channel || channel.readers > 0 || this.#executing.has(runId)) return;
+    if (!channel.settled) {
+      this.#channels.delete(runId);
+      return;
+    }
+    this.#settled.delete(runId);
+    this.#settled.add(runId);
+    for (const oldest of this.#settled) {
+      if (this.#settled.size <= SETTLED_RUNS_KEPT) break;
+      this.#settled.delete(oldest);
+      const kept = this.#channels.get(oldest);
+      if (kept && kept.readers === 0 && !this.#executing.has(oldest)) this.#channels.delete(oldest);
+    }
   }
 
   #wake(channel: Channel): void {
