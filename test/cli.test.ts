@@ -1,10 +1,10 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { setTimeout as sleep } from "node:timers/promises";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteBackend } from "../src/sqlite.ts";
-import { background, cairn, start } from "./helpers/cli.ts";
+import { background, cairn, root, start } from "./helpers/cli.ts";
 import { until } from "./helpers/runtime-helpers.ts";
 
 /** The `cairn` bin, run as a user runs it: a real process, a real SQLite file. */
@@ -36,6 +36,15 @@ describe("cairn CLI", () => {
     expect(running).toBeGreaterThan(pending);
     expect(completed).toBeGreaterThan(running);
     expect(r.stdout).toContain('"summary": "2026-Q3: revenue EUR 83.9M (+2.1% on 2026-Q2)');
+  });
+
+  it("prints its version, the package's, with --version", async () => {
+    const packageVersion = JSON.parse(readFileSync(join(root, "package.json"), "utf8")).version as string;
+    for (const flag of ["--version", "-v", "version"]) {
+      const result = await cairn([flag]);
+      expect(result.code).toBe(0);
+      expect(result.stdout).toMatch(new RegExp(`^cairn ${packageVersion.replaceAll(".", "\\.")} \\(node `));
+    }
   });
 
   it("lists the run with `runs`", async () => {

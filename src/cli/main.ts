@@ -1,5 +1,6 @@
 import { parseArgs } from "node:util";
 import { CairnError } from "../core/errors.ts";
+import { RUNTIME_VERSION } from "../runtime/version.ts";
 import { CliError, usageError } from "./cli-error.ts";
 import type { Command } from "./command.ts";
 import { acceptCommand, rejectCommand } from "./commands/accept.ts";
@@ -51,6 +52,10 @@ export const COMMANDS: readonly Command[] = [
  */
 export async function main(argv: readonly string[], io: Io = processIo): Promise<number> {
   const [name, ...rest] = argv;
+  if (name === "--version" || name === "-v" || name === "version") {
+    io.out(`cairn ${RUNTIME_VERSION} (node ${process.versions.node})`);
+    return 0;
+  }
   if (name === undefined || name === "help" || name === "--help" || name === "-h") {
     const topic = name === "help" ? rest[0] : undefined;
     const command = COMMANDS.find((c) => c.name === topic);
@@ -135,6 +140,7 @@ function usage(): string[] {
     "commands:",
     ...COMMANDS.map((c) => `  ${c.name.padEnd(width)}  ${c.summary}`),
     `  ${"help".padEnd(width)}  this text; \`cairn help <command>\` for one command`,
+    `  ${"--version".padEnd(width)}  the version of cairn`,
     "",
     `Runs are kept in SQLite at --db <path>, else $CAIRN_DB, else ${DEFAULT_DB};`,
     "or in PostgreSQL with --database-url postgres://user:password@host:5432/database (else $CAIRN_DATABASE_URL)",
