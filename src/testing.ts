@@ -1,9 +1,10 @@
 /**
- * `cairn/testing`: helpers for testing Cairn code and custom backends. Needs Vitest.
+ * `cairn/testing`: helpers for testing Cairn agents under any test runner (Vitest, Jest,
+ * `node:test`): a runtime on a virtual clock, where days of timers pass in milliseconds.
+ * The backend conformance suite, which needs Vitest, is `cairn/testing/conformance`.
  * @example
- * import { runBackendConformance } from "cairn/testing";
- * runBackendConformance("my-backend", () => new MyBackend());
+ * import { TestRuntime } from "cairn/testing";
+ * const rt = new TestRuntime({ agents: [myAgent] });
  */
-export { type BackendConformanceOptions, runBackendConformance } from "./backend/conformance/backend-conformance.ts";
 export { TestRuntime, type TestRuntimeOptions } from "./runtime/test-runtime.ts";
 export { VirtualClock } from "./runtime/virtual-clock.ts";

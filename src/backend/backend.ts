@@ -63,7 +63,7 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
  *
  * A custom backend proves itself by passing the conformance suite exported from
- * `cairn/testing` (`runBackendConformance`).
+ * `cairn/testing/conformance` (`runBackendConformance`).
  */
 export interface RuntimeBackend
   extends RunStore,

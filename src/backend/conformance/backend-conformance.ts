@@ -48,7 +48,7 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * them, wake-ups and the global transition feed.
  *
  * @example
- * import { runBackendConformance } from "cairn/testing";
+ * import { runBackendConformance } from "cairn/testing/conformance";
  * import { MyBackend } from "./my-backend.ts";
  *
  * runBackendConformance("my-backend", () => new MyBackend({ url: process.env.TEST_DB }), {
