@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSandboxProvider } from "../src/sandbox.ts";
 import { sandboxLifecycle } from "./helpers/sandbox-lifecycle.ts";
 
@@ -10,7 +10,10 @@ import { sandboxLifecycle } from "./helpers/sandbox-lifecycle.ts";
 sandboxLifecycle("local", (dir) => new LocalSandboxProvider({ dir }));
 
 describe("local: what it is", () => {
-  const dir = mkdtempSync(join(tmpdir(), "cairn-local-"));
+  let dir = "";
+  beforeAll(() => {
+    dir = mkdtempSync(join(tmpdir(), "cairn-local-"));
+  });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
   it("says it isolates nothing and enforces no limits; refuses a mount it cannot bind", async () => {

@@ -19,8 +19,6 @@ export interface CommandPlan {
   /** Host user and group to run it as (a root host starting bubblewrap unprivileged). */
   uid?: number;
   gid?: number;
-  /** Open descriptors handed to the program as fd 3, 4, … */
-  fds?: number[];
 }
 
 /** Told when a command's process group starts and ends (to record it for a destroy). */
@@ -48,7 +46,7 @@ export async function runCommand(plan: CommandPlan, options: ExecOptions, hooks:
     cwd: plan.cwd,
     env: plan.env,
     detached: true,
-    stdio: ["pipe", "pipe", "pipe", ...(plan.fds ?? [])],
+    stdio: ["pipe", "pipe", "pipe"],
     ...(plan.uid === undefined ? {} : { uid: plan.uid }),
     ...(plan.gid === undefined ? {} : { gid: plan.gid }),
   });

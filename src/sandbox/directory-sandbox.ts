@@ -23,12 +23,6 @@ export interface SandboxHost {
 /** A live sandbox's record: it has its spec. */
 export type LiveRecord = SandboxRecord & { spec: NormalSpec };
 
-/** A command as the provider starts it: a plan, and what to close once it is started. */
-export interface PreparedCommand {
-  plan: CommandPlan;
-  close?: () => Promise<void>;
-}
-
 /**
  * A sandbox whose workspace is a host folder under the provider's directory: everything but how
  * a command is started (the provider's {@link DirectorySandbox.prepare}) is the same for the local
@@ -56,29 +50,25 @@ export abstract class DirectorySandbox implements Sandbox {
    * How to start `argv` in this sandbox, in the workspace folder `cwd` (relative, `""` for the
    * workspace itself), with exactly the environment `env` (the spec's and the call's).
    */
-  protected abstract prepare(argv: string[], cwd: string, env: Record<string, string>): Promise<PreparedCommand>;
+  protected abstract prepare(argv: string[], cwd: string, env: Record<string, string>): Promise<CommandPlan>;
 
   async exec(command: string | readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     const argv = commandArgv(command);
     const env = { ...this.record.spec.env, ...checkEnv(options.env, "exec env") };
     await this.#requireLive();
     const cwd = options.cwd === undefined ? "" : await this.#cwd(options.cwd);
-    const { plan, close } = await this.prepare(argv, cwd, env);
+    const plan = await this.prepare(argv, cwd, env);
     const commands = this.#commands;
     const directory = this.host.directory;
     const id = this.record.id;
-    try {
-      return await runCommand(plan, options, {
-        async started(pid) {
-          await commands.add(pid);
-          // A destroy that ran between the spawn and the record would have missed this command.
-          if ((await directory.read(id))?.destroyedAt !== undefined) killGroup(pid);
-        },
-        ended: (pid) => commands.remove(pid),
-      });
-    } finally {
-      await close?.();
-    }
+    return runCommand(plan, options, {
+      async started(pid) {
+        await commands.add(pid);
+        // A destroy that ran between the spawn and the record would have missed this command.
+        if ((await directory.read(id))?.destroyedAt !== undefined) killGroup(pid);
+      },
+      ended: (pid) => commands.remove(pid),
+    });
   }
 
   async #cwd(cwd: string): Promise<string> {

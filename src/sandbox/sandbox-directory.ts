@@ -44,6 +44,8 @@ export class SandboxDirectory {
   /** Creates the directory's folders once. */
   ready(): Promise<void> {
     this.#ready ??= (async () => {
+      // Enterable (not readable) by others: bubblewrap started as another user binds workspaces.
+      await mkdir(this.root, { recursive: true, mode: 0o711 });
       for (const sub of ["meta", "labels", "procs", "tmp"]) {
         await mkdir(join(this.root, sub), { recursive: true, mode: 0o700 });
       }

@@ -1,7 +1,7 @@
 import { spawn } from "node:child_process";
 import { createHash } from "node:crypto";
 import { createWriteStream } from "node:fs";
-import type { Readable } from "node:stream";
+import type { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { SandboxUnavailableError, StorageError } from "../core/errors.ts";
 import type { Owner } from "./workspace-files.ts";
@@ -46,10 +46,28 @@ function tar(args: string[], io: { input?: Readable; output?: (out: Readable) =>
     child.once("error", reject);
     child.once("close", (code) => resolve(code));
   });
-  const feeding = io.input && child.stdin ? pipeline(io.input, child.stdin) : Promise.resolve();
+  const feeding = io.input && child.stdin ? feed(io.input, child.stdin) : Promise.resolve();
   const reading = io.output && child.stdout ? io.output(child.stdout) : Promise.resolve();
   return Promise.all([closed, feeding, reading]).then(([code]) => {
     if (code !== 0) throw new StorageError(`tar ${args[0]} failed (exit ${code}): ${stderr.trim()}`);
+  });
+}
+
+/**
+ * Pipes `input` into tar's stdin to its end. tar stops reading at the archive's end marker and may
+ * exit before the padding after it: the rest is read anyway (its hash is checked), not written.
+ */
+function feed(input: Readable, stdin: Writable): Promise<void> {
+  return new Promise((resolve, reject) => {
+    input.once("end", resolve);
+    input.once("error", reject);
+    const drain = () => {
+      input.unpipe(stdin);
+      input.resume();
+    };
+    stdin.on("error", drain);
+    stdin.once("close", drain);
+    input.pipe(stdin);
   });
 }
 

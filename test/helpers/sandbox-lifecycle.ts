@@ -1,10 +1,10 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InvalidInputError, SandboxLostError } from "../../src/core/errors.ts";
 import type { ExecResult, Sandbox, SandboxProvider } from "../../src/core/sandbox.ts";
-import { pidsWith, sleepMarker, waitUntil } from "./sandbox-processes.ts";
+import { sleepMarker, sleepPids, waitUntil } from "./sandbox-processes.ts";
 
 /** Makes a provider on the folder `dir` (a second call on one dir is another process's view). */
 export type MakeProvider = (dir: string) => SandboxProvider;
@@ -16,7 +16,12 @@ const text = (bytes: Uint8Array) => new TextDecoder().decode(bytes);
  * instance, exec's output, files, snapshots, loss and destroy. Run against each provider.
  */
 export function sandboxLifecycle(kind: string, make: MakeProvider): void {
-  const root = mkdtempSync(join(tmpdir(), `cairn-sbx-${kind}-`));
+  let root = "";
+  beforeAll(() => {
+    root = mkdtempSync(join(tmpdir(), `cairn-sbx-${kind}-`));
+    // Enterable by the user bubblewrap runs as when the tests run as root.
+    chmodSync(root, 0o711);
+  });
   afterAll(() => rmSync(root, { recursive: true, force: true }));
   let n = 0;
   const fresh = () => {
@@ -149,13 +154,13 @@ export function sandboxLifecycle(kind: string, make: MakeProvider): void {
         const running = sandbox.exec(`sleep ${m1} & sleep ${m2} & wait`, {
           ...(how === "timeout" ? { timeoutMs: 1500 } : { signal: controller.signal }),
         });
-        await waitUntil(() => pidsWith(m1).length + pidsWith(m2).length === 2, 10_000, "both sleeps");
-        const pids = [...pidsWith(m1), ...pidsWith(m2)];
+        await waitUntil(() => sleepPids(m1).length + sleepPids(m2).length === 2, 10_000, "both sleeps");
+        const pids = [...sleepPids(m1), ...sleepPids(m2)];
         if (how === "abort") controller.abort();
         const result = await running;
         expect(result).toMatchObject(how === "timeout" ? { timedOut: true, aborted: false } : { aborted: true });
         await waitUntil(() => pids.every((pid) => !alive(pid)), 5000, `the sleeps to end (${how})`);
-        expect([...pidsWith(m1), ...pidsWith(m2)]).toEqual([]);
+        expect([...sleepPids(m1), ...sleepPids(m2)]).toEqual([]);
       }
     });
     it("ends a command's background processes with it", async () => {
@@ -163,7 +168,7 @@ export function sandboxLifecycle(kind: string, make: MakeProvider): void {
       const marker = sleepMarker();
       const result = await sandbox.exec(`sleep ${marker} > /dev/null 2>&1 & echo started`);
       expect(result).toMatchObject({ exitCode: 0, tail: "started\n" });
-      await waitUntil(() => pidsWith(marker).length === 0, 5000, "the background sleep to end");
+      await waitUntil(() => sleepPids(marker).length === 0, 5000, "the background sleep to end");
     });
   });
 
@@ -174,7 +179,8 @@ export function sandboxLifecycle(kind: string, make: MakeProvider): void {
       await sandbox.writeFile("bin.dat", new Uint8Array([0, 255, 1]));
       expect(text(await sandbox.readFile("a/b/c.txt"))).toBe("hello");
       expect([...(await sandbox.readFile("./bin.dat"))]).toEqual([0, 255, 1]);
-      expect((await sandbox.exec("cat a/b/c.txt")).tail).toBe("hello");
+      expect((await sandbox.exec("cat a/b/c.txt && echo ' more' >> a/b/c.txt && touch a/b/new")).tail).toBe("hello");
+      expect(text(await sandbox.readFile("a/b/c.txt"))).toBe("hello more\n");
     });
 
     it("refuses paths out of the workspace: .., absolute, and symbolic links that escape", async () => {
@@ -212,6 +218,8 @@ export function sandboxLifecycle(kind: string, make: MakeProvider): void {
       expect((await sandbox.exec("stat -c %a src; ls -d empty")).tail).toBe("700\nempty\n");
       expect((await sandbox.snapshot()).id).toBe(first.id);
       expect(readdirSync(join(dir, "snapshots"))).toHaveLength(2);
+      // The restored files are the sandbox's own: its commands may change them.
+      expect((await sandbox.exec("echo more >> src/main.txt && cat src/main.txt")).tail).toBe("version 1more\n");
       const other = await provider.create("snap-copy", {});
       await other.restore(second.id);
       expect(text(await other.readFile("added.txt"))).toBe("later");
@@ -243,13 +251,13 @@ export function sandboxLifecycle(kind: string, make: MakeProvider): void {
       const sandbox = await provider.create("doomed", {});
       const marker = sleepMarker();
       const running = sandbox.exec(`sleep ${marker} & wait`);
-      await waitUntil(() => pidsWith(marker).length === 1, 10_000, "the sleep");
-      const [pid] = pidsWith(marker);
+      await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the sleep");
+      const [pid] = sleepPids(marker);
       await (await make(dir).find("doomed"))?.destroy();
       const result: ExecResult = await running;
       expect(result.exitCode === 0).toBe(false);
       await waitUntil(() => !alive(pid as number), 5000, "the sleep to end");
-      expect(pidsWith(marker)).toEqual([]);
+      expect(sleepPids(marker)).toEqual([]);
       expect(existsSync(join(dir, sandbox.info.id))).toBe(false);
       expect(await sandbox.status()).toBe("destroyed");
       await expect(sandbox.exec("true")).rejects.toThrow(/was destroyed/);

@@ -5,14 +5,14 @@ export function sleepMarker(): string {
   return `300.${Math.floor(Math.random() * 1e9)}`;
 }
 
-/** Host PIDs of processes whose command line holds `marker` as one argument (from the host's /proc). */
-export function pidsWith(marker: string): number[] {
+/** Host PIDs of the processes `sleep <marker>` (from the host's /proc, so inside sandboxes too). */
+export function sleepPids(marker: string): number[] {
   const pids: number[] = [];
   for (const name of readdirSync("/proc")) {
     if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
     try {
       const args = readFileSync(`/proc/${name}/cmdline`, "utf8").split("\0");
-      if (args.includes(marker)) pids.push(Number(name));
+      if (args[0]?.endsWith("sleep") && args[1] === marker) pids.push(Number(name));
     } catch {
       // Ended meanwhile.
     }

@@ -1,7 +1,8 @@
 import { InvalidInputError } from "../../core/errors.ts";
 import type { SandboxInfo } from "../../core/sandbox.ts";
+import type { CommandPlan } from "../command-runner.ts";
 import { DirectoryProvider, type DirectoryProviderOptions } from "../directory-provider.ts";
-import { DirectorySandbox, type LiveRecord, type PreparedCommand, type SandboxHost } from "../directory-sandbox.ts";
+import { DirectorySandbox, type LiveRecord, type SandboxHost } from "../directory-sandbox.ts";
 import type { NormalSpec } from "../sandbox-spec.ts";
 
 /** Options of {@link LocalSandboxProvider}. */
@@ -70,16 +71,14 @@ export class LocalSandbox extends DirectorySandbox {
     super(host, record, info);
   }
 
-  protected async prepare(argv: string[], cwd: string, env: Record<string, string>): Promise<PreparedCommand> {
+  protected async prepare(argv: string[], cwd: string, env: Record<string, string>): Promise<CommandPlan> {
     const workspace = this.hostWorkspace;
     const [file, ...args] = argv as [string, ...string[]];
     return {
-      plan: {
-        file,
-        args,
-        cwd: cwd === "" ? workspace : `${workspace}/${cwd}`,
-        env: { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: workspace, ...env },
-      },
+      file,
+      args,
+      cwd: cwd === "" ? workspace : `${workspace}/${cwd}`,
+      env: { PATH: process.env.PATH ?? "/usr/local/bin:/usr/bin:/bin", HOME: workspace, ...env },
     };
   }
 }
