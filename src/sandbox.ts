@@ -19,6 +19,11 @@ export type {
   SandboxSpec,
   SandboxStatus,
 } from "./core/sandbox.ts";
+export {
+  type BubblewrapOptions,
+  BubblewrapProvider,
+  BubblewrapSandbox,
+} from "./sandbox/bubblewrap/bubblewrap-provider.ts";
 export { DirectoryProvider, type DirectoryProviderOptions } from "./sandbox/directory-provider.ts";
 export { DirectorySandbox } from "./sandbox/directory-sandbox.ts";
 export { LocalSandbox, type LocalSandboxOptions, LocalSandboxProvider } from "./sandbox/local/local-provider.ts";

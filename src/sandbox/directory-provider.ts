@@ -41,8 +41,8 @@ export abstract class DirectoryProvider implements SandboxProvider {
 
   /** Refuses what this provider cannot honour in a spec (throws {@link InvalidInputError}). */
   protected abstract check(spec: NormalSpec): void;
-  /** Throws when the provider cannot run on this machine (the first create checks). */
-  protected abstract available(): Promise<void>;
+  /** Throws when the provider cannot run on this machine, or not this spec (every create checks). */
+  protected abstract available(spec?: NormalSpec): Promise<void>;
   /** A handle on a live (or lost) sandbox of this provider. */
   protected abstract open(record: LiveRecord): DirectorySandbox;
 
@@ -50,7 +50,7 @@ export abstract class DirectoryProvider implements SandboxProvider {
     checkLabel(label);
     const normal = normalizeSpec(spec);
     this.check(normal);
-    await this.available();
+    await this.available(normal);
     const { directory } = this.host;
     await directory.ready();
     for (let attempt = 0; attempt < 5; attempt++) {
