@@ -46,7 +46,8 @@ export async function runCommand(plan: CommandPlan, options: ExecOptions, hooks:
     cwd: plan.cwd,
     env: plan.env,
     detached: true,
-    stdio: ["pipe", "pipe", "pipe"],
+    // No stdin to give: /dev/null, which reads as at its end at once.
+    stdio: [options.stdin === undefined ? "ignore" : "pipe", "pipe", "pipe"],
     ...(plan.uid === undefined ? {} : { uid: plan.uid }),
     ...(plan.gid === undefined ? {} : { gid: plan.gid }),
   });
@@ -106,7 +107,7 @@ async function supervise(
   options: ExecOptions,
 ): Promise<Pick<ExecResult, "exitCode" | "signal" | "timedOut" | "aborted">> {
   child.stdin?.on("error", () => undefined);
-  child.stdin?.end(options.stdin ?? "");
+  child.stdin?.end(options.stdin);
   let timedOut = false;
   let aborted = false;
   const timer =
