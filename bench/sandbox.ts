@@ -3,7 +3,8 @@
  * on every row alike (each round runs every measure once, in turn):
  *
  * - a plain `child_process.spawn("true")`, and a bare `bwrap … true` with the namespaces, binds and
- *   flags the bubblewrap provider uses (as the same user), without Cairn;
+ *   flags the bubblewrap provider uses (as the same user), without Cairn; both with their output
+ *   read to its end, as `exec` reads it;
  * - per provider (bubblewrap, local): `exec(["true"])`; `create` of a new label; `create` of a label
  *   that exists (what a retry or a new worker after a crash pays); `snapshot` and `restore` of a
  *   workspace of 50 MB (random bytes in 1 MB files; one small file changes each round, so every
@@ -54,12 +55,22 @@ async function measure(name: string, fn: () => Promise<unknown>): Promise<void> 
   rows.set(name, [...(rows.get(name) ?? []), ms]);
 }
 
-/** Runs a program to its end; throws unless it exits 0. */
+/**
+ * Runs a program and reads its output to the end, as any caller that wants the output does (the
+ * output's end comes after the exit when the program's children hold it: bwrap's PID 1 does).
+ */
 function run(file: string, args: string[], options: { uid?: number; gid?: number } = {}): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(file, args, { stdio: "ignore", cwd: "/", env: { PATH: "/usr/bin:/bin" }, ...options });
+    const child = spawn(file, args, {
+      stdio: ["ignore", "pipe", "pipe"],
+      cwd: "/",
+      env: { PATH: "/usr/bin:/bin" },
+      ...options,
+    });
+    child.stdout.resume();
+    child.stderr.resume();
     child.once("error", reject);
-    child.once("exit", (code) => (code === 0 ? resolve() : reject(new Error(`${file} exited ${code}`))));
+    child.once("close", (code) => (code === 0 ? resolve() : reject(new Error(`${file} exited ${code}`))));
   });
 }
 

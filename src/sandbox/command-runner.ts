@@ -73,8 +73,9 @@ export async function runCommand(plan: CommandPlan, options: ExecOptions, hooks:
     const recorded = hooks.started(pid).catch(() => undefined);
     const output = collect(child, options, log);
     const ending = await supervise(child, pid, options);
-    await recorded;
-    await hooks.ended(pid).catch(() => undefined);
+    // Forgetting the ended command is off the result's path (a stale record kills nothing: the
+    // start time it holds no longer matches).
+    void recorded.then(() => hooks.ended(pid)).catch(() => undefined);
     return { ...ending, ...(await output), durationMs: performance.now() - started };
   } finally {
     if (log) await new Promise((resolve) => log.end(resolve));

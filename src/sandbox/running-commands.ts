@@ -13,13 +13,21 @@ import { isCode } from "./sandbox-directory.ts";
  */
 export class RunningCommands {
   readonly #dir: string;
+  #made: Promise<void> | undefined;
 
   constructor(dir: string) {
     this.#dir = dir;
   }
 
   async add(pid: number): Promise<void> {
-    await mkdir(this.#dir, { recursive: true, mode: 0o700 });
+    this.#made ??= mkdir(this.#dir, { recursive: true, mode: 0o700 }).then(
+      () => undefined,
+      (error) => {
+        this.#made = undefined;
+        throw error;
+      },
+    );
+    await this.#made;
     await writeFile(join(this.#dir, String(pid)), await startTime(pid));
   }
 
