@@ -54,6 +54,7 @@ export abstract class DirectorySandbox implements Sandbox {
 
   async exec(command: string | readonly string[], options: ExecOptions = {}): Promise<ExecResult> {
     const argv = commandArgv(command);
+    checkExecOptions(options);
     const env = { ...this.record.spec.env, ...checkEnv(options.env, "exec env") };
     await this.#requireLive();
     const cwd = options.cwd === undefined ? "" : await this.#cwd(options.cwd);
@@ -187,4 +188,18 @@ export function commandArgv(command: string | readonly string[]): string[] {
     ]);
   }
   return command.map((arg, i) => checkText(arg, `exec command[${i}]`, { maxLength: 131_072, allowEmpty: i > 0 }));
+}
+
+/** Refuses exec options that are not what their types say (a timeout of NaN would kill at once). */
+function checkExecOptions(options: ExecOptions): void {
+  const { timeoutMs, stdin, logPath } = options;
+  if (timeoutMs !== undefined && !(Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    throw new InvalidInputError(`exec timeoutMs must be a positive number of milliseconds (got ${String(timeoutMs)})`, [
+      { path: ["timeoutMs"], message: "not a positive number" },
+    ]);
+  }
+  if (stdin !== undefined && typeof stdin !== "string") {
+    throw new InvalidInputError("exec stdin must be a string", [{ path: ["stdin"], message: "not a string" }]);
+  }
+  if (logPath !== undefined) checkText(logPath, "exec logPath", { maxLength: 4096 });
 }

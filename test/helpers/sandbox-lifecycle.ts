@@ -144,6 +144,8 @@ export function sandboxLifecycle(kind: string, make: MakeProvider): void {
       expect((await sandbox.exec("ls", { cwd: "sub/dir" })).tail).toBe("f.txt\n");
       await expect(sandbox.exec("ls", { cwd: "../.." })).rejects.toBeInstanceOf(InvalidInputError);
       await expect(sandbox.exec("ls", { cwd: "nope" })).rejects.toThrow(/does not exist/);
+      await expect(sandbox.exec("true", { timeoutMs: Number.NaN })).rejects.toThrow(/positive number/);
+      await expect(sandbox.exec([])).rejects.toBeInstanceOf(InvalidInputError);
     });
 
     it("kills the whole process tree on timeout and on abort, leaving no process", async () => {
