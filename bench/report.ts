@@ -8,11 +8,24 @@ export interface Row {
   p99: number;
 }
 
+/** The `q` quantile (0..1) of `values` (the nearest rank below). */
+export function quantile(values: number[], q: number): number {
+  const sorted = [...values].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
+}
+
 /** p50, p95 and p99 of `values`. */
 export function percentiles(values: number[]): { p50: number; p95: number; p99: number } {
-  const sorted = [...values].sort((a, b) => a - b);
-  const at = (q: number) => sorted[Math.min(sorted.length - 1, Math.floor(q * sorted.length))] ?? Number.NaN;
-  return { p50: at(0.5), p95: at(0.95), p99: at(0.99) };
+  return { p50: quantile(values, 0.5), p95: quantile(values, 0.95), p99: quantile(values, 0.99) };
+}
+
+/** Prints rows under a header, the first column left-aligned and the others right-aligned. */
+export function printGrid(header: string[], lines: string[][]): void {
+  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? "").length)));
+  const show = (cells: string[]) =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
+  console.log(show(header));
+  for (const l of lines) console.log(show(l));
 }
 
 const fmt = (v: number) => (v >= 100 ? v.toFixed(0) : v >= 10 ? v.toFixed(1) : v.toFixed(2));
@@ -38,11 +51,7 @@ export function printTable(
     fmt(r.p99),
     (r.meanUs / limitUs).toFixed(2),
   ]);
-  const widths = header.map((h, i) => Math.max(h.length, ...lines.map((l) => (l[i] ?? "").length)));
-  const show = (cells: string[]) =>
-    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join("  ");
-  console.log(show(header));
-  for (const l of lines) console.log(show(l));
+  printGrid(header, lines);
   console.log();
   for (const note of notes) console.log(note);
 }

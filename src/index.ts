@@ -110,6 +110,8 @@ export {
   RunNotOpenError,
   RunNotResumableError,
   RuntimeClosedError,
+  SandboxLostError,
+  SandboxUnavailableError,
   type SerializedError,
   SignalInboxFullError,
   StepLimitError,

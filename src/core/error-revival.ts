@@ -34,6 +34,8 @@ import {
   RunNotOpenError,
   RunNotResumableError,
   RuntimeClosedError,
+  SandboxLostError,
+  SandboxUnavailableError,
   type SerializedError,
   SignalInboxFullError,
   StepLimitError,
@@ -109,6 +111,8 @@ const CLASS_OF: { readonly [C in CairnErrorCode]: abstract new (...args: never[]
   MAX_TURNS_EXCEEDED: MaxTurnsExceededError,
   AGENT_LOOP_STUCK: AgentLoopStuckError,
   MCP_FAILED: McpError,
+  SANDBOX_LOST: SandboxLostError,
+  SANDBOX_UNAVAILABLE: SandboxUnavailableError,
 };
 
 /**

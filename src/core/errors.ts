@@ -57,6 +57,7 @@ export {
   RunNotResumableError,
   VersionMismatchError,
 } from "./errors/run-errors.ts";
+export { SandboxLostError, SandboxUnavailableError } from "./errors/sandbox-errors.ts";
 export { HeartbeatTimeoutError, NonRetryableError, StepTimeoutError, ToolFailedError } from "./errors/step-errors.ts";
 export {
   ApprovalDeniedError,

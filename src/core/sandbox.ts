@@ -7,6 +7,17 @@
  * it again after a retry or a crash finds the one the first attempt made. It has a **workspace**, a
  * directory its commands may write (the rest of the file system is read-only or absent), no network
  * unless asked, the limits of its spec, and an environment of only what the spec passes.
+ *
+ * For an implementer (a container, microVM or hosted provider fits as well as bubblewrap):
+ * - **Create by label, idempotently.** `create(label)` returns the live sandbox that holds the label
+ *   or makes one, also when two processes ask at once; a lost one is destroyed and replaced. A
+ *   hosted service keeps the label as its own label or metadata, and `find` is its list-by-label.
+ * - **Content-addressed snapshots.** `snapshot()` returns an id that names the workspace's content
+ *   (the same content, the same id, stored once) and that `restore` takes in any sandbox of the
+ *   provider, a new one with the same label included: that is how a lost sandbox comes back.
+ * - **Streamed output.** `exec` hands each piece of output to `onOutput` as it arrives and to the
+ *   log file, keeps only a tail for its result, and kills the command's whole process tree (not
+ *   just its first process) on timeout, abort and destroy.
  */
 
 /** What a sandbox is asked to be. */
@@ -70,7 +81,10 @@ export interface ExecOptions {
   timeoutMs?: number;
   /** Fired: the command's whole process tree is killed (a cancel, a lost lease, a step timeout). */
   signal?: AbortSignal;
-  /** Each piece of output as it arrives. */
+  /**
+   * Each piece of output as it arrives, in order within its stream, as text (a character is never
+   * split across pieces). A listener that throws loses nothing but its own piece.
+   */
   onOutput?: (chunk: { stream: "stdout" | "stderr"; text: string }) => void;
   /** A host file that receives the whole output (both streams, as they arrive). */
   logPath?: string;
@@ -78,8 +92,12 @@ export interface ExecOptions {
 
 /** How a command ended. */
 export interface ExecResult {
-  /** The exit code, or null when a signal ended it. */
+  /**
+   * The exit code, or null when a signal ended it. Where the command runs under a supervisor
+   * (bubblewrap), a signal inside shows as the supervisor reports it: 128 + the signal's number.
+   */
   exitCode: number | null;
+  /** The signal that ended it (`SIGKILL` after a timeout, an abort or a destroy), or null. */
   signal: string | null;
   /** Killed for running past `timeoutMs`. */
   timedOut: boolean;
@@ -94,7 +112,7 @@ export interface ExecResult {
 
 /** A stored copy of a sandbox's workspace, content-addressed. */
 export interface SandboxSnapshot {
-  /** `sha256:<hex>` of the archive. */
+  /** `sha256:<hex>` of the archive (a hosted provider: its own id, stable for one content). */
   id: string;
   bytes: number;
 }
@@ -105,14 +123,18 @@ export type SandboxStatus = "live" | "lost" | "destroyed";
 /** One sandbox, as its provider hands it out. */
 export interface Sandbox {
   readonly info: SandboxInfo;
-  /** Runs a command (a shell line, or an argument vector) in the workspace. */
+  /**
+   * Runs a command (a shell line run by `/bin/sh -c`, or an argument vector) in the workspace. A
+   * non-zero exit, a timeout and an abort are results; a sandbox that is lost or destroyed rejects
+   * with `SandboxLostError`.
+   */
   exec(command: string | readonly string[], options?: ExecOptions): Promise<ExecResult>;
   /** A file of the workspace (a path inside it; `..` out of it is refused). */
   readFile(path: string): Promise<Uint8Array>;
   writeFile(path: string, data: string | Uint8Array): Promise<void>;
   /** Stores the workspace and returns its id; storing the same content twice stores it once. */
   snapshot(): Promise<SandboxSnapshot>;
-  /** Replaces the workspace by a snapshot's content. */
+  /** Replaces the workspace by a snapshot's content (a lost sandbox is live again after it). */
   restore(snapshot: string): Promise<void>;
   status(): Promise<SandboxStatus>;
   /** Kills its processes and removes it; destroying a destroyed sandbox does nothing. */
@@ -128,6 +150,11 @@ export interface SandboxProvider {
   readonly kind: string;
   /** Whether its sandboxes isolate anything (false: `local`). */
   readonly isolated: boolean;
+  /**
+   * The live sandbox holding `label`, or a new one. A lost one is destroyed and replaced (the caller
+   * restores its snapshot). A label held with another network, limits or mounts is refused
+   * (`InvalidInputError`); a new env replaces the old.
+   */
   create(label: string, spec: SandboxSpec): Promise<Sandbox>;
   /** The live (or lost) sandbox with this label, if any. */
   find(label: string): Promise<Sandbox | undefined>;

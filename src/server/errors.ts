@@ -91,6 +91,8 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   MAX_TURNS_EXCEEDED: 500,
   AGENT_LOOP_STUCK: 500,
   MCP_FAILED: 500,
+  SANDBOX_LOST: 500,
+  SANDBOX_UNAVAILABLE: 500,
 };
 
 /** An error the HTTP layer raises itself (authentication, roles, bodies, routes). */

@@ -60,7 +60,9 @@ export type CairnErrorCode =
   | "CONTEXT_OVERFLOW"
   | "MAX_TURNS_EXCEEDED"
   | "AGENT_LOOP_STUCK"
-  | "MCP_FAILED";
+  | "MCP_FAILED"
+  | "SANDBOX_LOST"
+  | "SANDBOX_UNAVAILABLE";
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {
