@@ -9,6 +9,7 @@ import { approveCommand, denyCommand } from "./commands/approve.ts";
 import { cancelCommand } from "./commands/cancel.ts";
 import { costCommand } from "./commands/cost.ts";
 import { exportCommand } from "./commands/export.ts";
+import { forkCommand, rerunCommand } from "./commands/fork.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
 import { resumeCommand } from "./commands/resume.ts";
@@ -28,6 +29,8 @@ export const COMMANDS: readonly Command[] = [
   showCommand,
   exportCommand,
   resumeCommand,
+  forkCommand,
+  rerunCommand,
   signalCommand,
   answerCommand,
   approveCommand,

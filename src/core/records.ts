@@ -57,6 +57,10 @@ export interface RunRecord {
   continuedFrom: string | null;
   /** The run that continues this one, or null. */
   continuedTo: string | null;
+  /** The run this one was forked from (`fork`, `rerun`): its journal up to the step was copied. */
+  forkedFrom?: ForkOrigin | undefined;
+  /** The runs forked from this one, oldest first. */
+  forks?: ForkRef[] | undefined;
   /**
    * What the run used (model tokens, cost, calls, steps), its children's included; written with
    * the transition that ends the run. While it runs, the steps hold the figures.
@@ -66,6 +70,26 @@ export interface RunRecord {
   acceptance: AcceptanceRecord | undefined;
   createdAt: number;
   updatedAt: number;
+}
+
+/** Where a forked run comes from (`Runtime.fork`, `Runtime.rerun`; DESIGN §4, "Fork and rerun"). */
+export interface ForkOrigin {
+  /** The source run. */
+  runId: string;
+  /** The first step the fork runs again: the source's steps before it were copied. */
+  fromStep: number;
+  /** `rerun`: a FAILED run run again from its failed step; `fork`: any other fork. */
+  kind: "fork" | "rerun";
+  by: Actor;
+  at: number;
+}
+
+/** A fork of a run, as its source lists it. */
+export interface ForkRef {
+  runId: string;
+  fromStep: number;
+  kind: "fork" | "rerun";
+  at: number;
 }
 
 /** One logged state change. */

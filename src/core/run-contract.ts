@@ -122,6 +122,10 @@ export interface ContractRun {
   children: string[];
   continuedFrom: string | null;
   continuedTo: string | null;
+  /** The run this one was forked from (`fork`, `rerun`) and at which step, or null. */
+  forkedFrom: { runId: string; fromStep: number; kind: "fork" | "rerun"; by: Actor; at: string } | null;
+  /** The runs forked from this one, oldest first. */
+  forks: { runId: string; fromStep: number; kind: "fork" | "rerun"; at: string }[];
   /** The versions in force at the run's last transition (each transition carries its own). */
   versions: Versions;
   state: RunState;

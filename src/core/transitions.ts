@@ -68,7 +68,7 @@ export function assertTransition(
   }
   if (from === "FAILED" && !RESUMABLE_FAILURES.has(details.errorCode ?? "")) {
     throw new IllegalTransitionError(
-      `a FAILED run can only be resumed after a replay divergence or a version mismatch (its error is ${details.errorCode ?? "unknown"}); fork it instead`,
+      `a FAILED run can only be resumed after a replay divergence or a version mismatch (its error is ${details.errorCode ?? "unknown"}); run it again as a new run instead: \`cairn rerun <runId>\` from its failed step, or \`cairn fork <runId> --from-step <n>\``,
       { from, to },
     );
   }

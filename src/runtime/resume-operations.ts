@@ -122,7 +122,7 @@ function checkResumable(run: RunRecord, orphan: boolean): void {
   if (run.state === "FAILED" && RESUMABLE_FAILURES.has(run.error?.code ?? "")) return;
   throw new RunNotResumableError(
     run.state === "FAILED"
-      ? `run ${run.id} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence or a version mismatch can be resumed, fork the run instead`
+      ? `run ${run.id} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence or a version mismatch can be resumed; run it again as a new run: \`cairn rerun ${run.id}\` from its failed step (after fixing the code), or \`cairn fork ${run.id} --from-step <n>\``
       : run.state === "PAUSED"
         ? `run ${run.id} is PAUSED (${run.pausedReason}); it resumes by itself when what it waits for arrives (signal, answer, approve or deny it)`
         : `run ${run.id} is ${run.state}; only INTERRUPTED runs, suspended orphans and FAILED runs with REPLAY_DIVERGENCE or VERSION_MISMATCH can be resumed`,

@@ -64,6 +64,8 @@ export function buildRunContract(input: RunContractInput): RunContract {
       children: input.children.map((c) => c.id).sort(),
       continuedFrom: run.continuedFrom,
       continuedTo: run.continuedTo,
+      forkedFrom: run.forkedFrom ? { ...run.forkedFrom, at: iso(run.forkedFrom.at) } : null,
+      forks: (run.forks ?? []).map((f) => ({ ...f, at: iso(f.at) })),
       versions: run.versions,
       state: run.state,
       contractState: contractState(run.state, run.pausedReason),

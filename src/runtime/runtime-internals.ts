@@ -22,6 +22,7 @@ import type { Worker } from "../worker/worker.ts";
 import { checkId } from "./client-checks.ts";
 import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
+import type { ForkOperationsHost } from "./fork-operations.ts";
 import type { ResumeOperationsHost } from "./resume-operations.ts";
 import { RunEventHub } from "./run-events.ts";
 import { historyLimits, type RunLimits } from "./run-limits.ts";
@@ -333,6 +334,20 @@ export class RuntimeInternals {
       emit: (transitions, run) => {
         for (const t of transitions) if (t.runId === run.id) this.emit(t, run);
       },
+    };
+  }
+
+  /** What `fork-operations.ts` runs against. */
+  forkOps(): ForkOperationsHost {
+    return {
+      backend: this.backend,
+      getRun: (id) => this.getRun(id),
+      agent: (name) => this.agents.get(name),
+      versions: (run) => (this.agents.has(run.agent) ? this.versions(run.agent) : run.versions),
+      maxPayloadBytes: this.limits.maxPayloadBytes,
+      now: () => this.clock.now(),
+      emit: (transition, run) => this.emit(transition, run),
+      worker: this.worker,
     };
   }
 

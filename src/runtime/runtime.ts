@@ -18,6 +18,7 @@ import {
 import { exportRunContract, recordVerdict, reportCosts, type VerdictOptions } from "./contract-operations.ts";
 import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
+import { type ForkOptions, type ForkResult, forkRun, type RerunOptions, rerunRun } from "./fork-operations.ts";
 import { type ResumeOptions, resumeRun } from "./resume-operations.ts";
 import { RunHandle } from "./run-handle.ts";
 import type { RunLimits } from "./run-limits.ts";
@@ -257,6 +258,26 @@ export class Runtime {
     this.#internals.worker?.noticeStop(runId);
     this.#internals.worker?.poke();
     return run;
+  }
+
+  /**
+   * A new run whose journal is the source's up to `fromStep` (exclusive), run on this code, with
+   * its lineage kept both ways (`forkedFrom`, `forks`). Copied effects are not applied again;
+   * later ones get keys of the new run. DESIGN §4, "Fork and rerun".
+   */
+  async fork(runId: string, options: ForkOptions): Promise<ForkResult> {
+    checkId(runId);
+    checkActor(options?.by);
+    await this.#internals.ready();
+    return forkRun(this.#internals.forkOps(), runId, options);
+  }
+
+  /** Reruns a FAILED run from its failed step on this code: a fork recorded as a rerun. */
+  async rerun(runId: string, options: RerunOptions = {}): Promise<ForkResult> {
+    checkId(runId);
+    checkActor(options.by);
+    await this.#internals.ready();
+    return rerunRun(this.#internals.forkOps(), runId, options);
   }
 
   /**

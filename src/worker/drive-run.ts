@@ -71,8 +71,9 @@ async function executeRun(execution: RunExecution, recorded?: TransitionRecord):
   }
   if (await endedBeforeStart(execution, agent)) return;
   // A run claimed in PENDING has never run: no step or wait can have been written (each is
-  // written under a lease of a RUNNING run), so its first execution reads nothing.
-  await executeWorkflow(execution, agent, claimedIn === "PENDING");
+  // written under a lease of a RUNNING run), so its first execution reads nothing; except a
+  // fork, created with the journal it starts from.
+  await executeWorkflow(execution, agent, claimedIn === "PENDING" && claimed.forkedFrom === undefined);
 }
 
 /**

@@ -3,6 +3,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import { describeChildWaitSweep } from "./child-wait-sweep-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
+import { describeForks } from "./fork-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
@@ -44,7 +45,7 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * listing, exclusive claims and leases, fenced transitions and steps, waits and signals, stop
  * requests, what a run's end does to its waits, its parent, its children and its successor, the
  * sweep of child waits an end left open, effect records on steps (and steps written with a
- * transition), RECONCILING runs, a run's usage and an operator's acceptance; and, when it has
+ * transition), RECONCILING runs, a run's usage and an operator's acceptance, forks and their lineage; and, when it has
  * them, wake-ups and the global transition feed.
  *
  * @example
@@ -93,6 +94,7 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeChildWaitSweep(use);
     describeEffects(use);
     describeUsage(use);
+    describeForks(use);
     if (options.wakeUps) {
       describeWakeUps(use);
     } else {

@@ -9,6 +9,7 @@ import type {
 } from "../../core/records.ts";
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type { RuntimeBackend } from "../backend.ts";
+import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -19,6 +20,7 @@ import type { ResolveWaitRequest, ResolveWaitResult, SuspendRequest, SuspendResu
 import type { Wake } from "../contract/wake-ups.ts";
 import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
+import { planFork } from "../rules/fork-rules.ts";
 import { claimed, isClaimable } from "../rules/lease-rules.ts";
 import { hasEnded, type Plan } from "../rules/plan.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
@@ -64,6 +66,16 @@ export class InMemoryBackend implements RuntimeBackend {
     this.#wake({ kind: "runnable", runId: run.id });
     this.#steps.set(run.id, new Map());
     return { run: { ...run }, created: true, transition: structuredClone(transition) };
+  }
+
+  async forkRun(request: ForkRunRequest): Promise<ForkRunResult> {
+    const planned = planFork(this.#runs.get(request.forkedFrom.runId), request);
+    const created = await this.createRun(request.run);
+    if (!created.created) throw new InvalidInputError(`run id "${request.run.id}" already exists`);
+    this.#runs.set(planned.run.id, { ...planned.run });
+    this.#steps.set(planned.run.id, new Map(planned.steps.map((step) => [step.seq, copyStep(step, 0)])));
+    this.#runs.set(planned.source.id, planned.source);
+    return { run: { ...planned.run }, transition: created.transition, source: { ...planned.source } };
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {

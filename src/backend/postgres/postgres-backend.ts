@@ -7,6 +7,7 @@ import type {
   WaitRecord,
 } from "../../core/records.ts";
 import type { RuntimeBackend } from "../backend.ts";
+import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ClaimedRun, ClaimManyRequest, ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -19,6 +20,7 @@ import { inlineLimit } from "../rows/blob-payloads.ts";
 import { makePool, PostgresConnection } from "./postgres-connection.ts";
 import { describeTarget } from "./postgres-errors.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
+import { PostgresForks } from "./postgres-forks.ts";
 import { PostgresJournal } from "./postgres-journal.ts";
 import { PostgresLeases } from "./postgres-leases.ts";
 import { listenForWakeUps, wakeChannel } from "./postgres-listener.ts";
@@ -77,6 +79,7 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #signals: PostgresSignals;
   readonly #stops: PostgresStops;
   readonly #feed: PostgresFeed;
+  readonly #forks: PostgresForks;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -103,6 +106,7 @@ export class PostgresBackend implements RuntimeBackend {
     this.#signals = new PostgresSignals(shared);
     this.#stops = new PostgresStops(shared);
     this.#feed = new PostgresFeed(shared);
+    this.#forks = new PostgresForks(shared);
   }
 
   /**
@@ -267,5 +271,9 @@ export class PostgresBackend implements RuntimeBackend {
 
   latestTransitionCursor(): Promise<string> {
     return this.#feed.latestTransitionCursor();
+  }
+
+  forkRun(request: ForkRunRequest): Promise<ForkRunResult> {
+    return this.#forks.forkRun(request);
   }
 }

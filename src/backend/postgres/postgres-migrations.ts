@@ -227,6 +227,17 @@ CREATE INDEX runs_claimed_pending ON ${s}.runs (lease_expires_at, id) WHERE stat
 CREATE INDEX waits_open_child ON ${s}.waits (name) WHERE status = 'open' AND kind = 'child';
 `,
   },
+  {
+    version: 7,
+    name: "the lineage of forks",
+    // A fork holds where it comes from (a ForkOrigin), its source the forks made from it (ForkRefs,
+    // oldest first), both written by forkRun in one transaction; NULL when absent.
+    sql: (s) => `
+ALTER TABLE ${s}.runs
+  ADD COLUMN forked_from JSON,
+  ADD COLUMN forks       JSON;
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

@@ -26,6 +26,8 @@ export const RUN_JSON_COLUMNS = [
   "stop_request",
   "usage",
   "acceptance",
+  "forked_from",
+  "forks",
 ] as const;
 
 /** The statements that write a plan. */

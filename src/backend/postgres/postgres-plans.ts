@@ -162,6 +162,8 @@ const JSON_FIELDS = {
   stop_request: "stopRequest",
   usage: "usage",
   acceptance: "acceptance",
+  forked_from: "forkedFrom",
+  forks: "forks",
 } as const satisfies Record<(typeof RUN_JSON_COLUMNS)[number], keyof RunRecord>;
 
 /** The columns of a changed run in `writePlan`: its row, then whether each JSON column changed. */

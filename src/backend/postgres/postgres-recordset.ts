@@ -35,6 +35,8 @@ export const RUN_TYPES: Record<(typeof RUN_COLUMNS)[number], ColumnType> = {
   continued_to: "text",
   usage: "json",
   acceptance: "json",
+  forked_from: "json",
+  forks: "json",
   created_at: "bigint",
   updated_at: "bigint",
 };

@@ -1,6 +1,7 @@
 import { claimRuns } from "./batching/postgres-claim-statements.ts";
 import { moveRuns } from "./batching/postgres-move-statements.ts";
 import { saveStepBatch, saveSteps } from "./batching/postgres-step-statements.ts";
+import { type ForkStatements, forkStatements } from "./postgres-fork-statements.ts";
 import { type JournalStatements, journalStatements } from "./postgres-journal-statements.ts";
 import { type LeaseStatements, leaseStatements } from "./postgres-lease-statements.ts";
 import { type PlanStatements, planStatements } from "./postgres-plan-statements.ts";
@@ -39,6 +40,7 @@ export type Statements = RunStatements &
   SignalStatements &
   StopStatements &
   PlanStatements &
+  ForkStatements &
   BatchStatements;
 
 /** The statements of the batches of `batching/`: a worker's claim, moves, step writes. */
@@ -70,6 +72,7 @@ export function statements(schema: string): Statements {
     ...signalStatements(s),
     ...stopStatements(s),
     ...planStatements(s),
+    ...forkStatements(s),
     claimRuns: claimRuns(s),
     moveRuns: moveRuns(s),
     saveStepBatch: saveStepBatch(s),

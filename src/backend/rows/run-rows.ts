@@ -1,6 +1,8 @@
 import type { SerializedError } from "../../core/errors.ts";
 import type {
   AcceptanceRecord,
+  ForkOrigin,
+  ForkRef,
   Json,
   ParentClosePolicy,
   RunRecord,
@@ -36,6 +38,8 @@ export interface RunRow {
   continued_to: string | null;
   usage: string | null;
   acceptance: string | null;
+  forked_from: string | null;
+  forks: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -66,6 +70,9 @@ export function rowToRun(row: RunRow): RunRecord {
     continuedTo: row.continued_to,
     usage: decode<RunUsage>(row.usage),
     acceptance: decode<AcceptanceRecord>(row.acceptance),
+    // Left out when absent, as a run made by `createRun` has them.
+    ...(row.forked_from === null ? {} : { forkedFrom: JSON.parse(row.forked_from) as ForkOrigin }),
+    ...(row.forks === null ? {} : { forks: JSON.parse(row.forks) as ForkRef[] }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -99,6 +106,8 @@ export const RUN_COLUMNS = [
   "continued_to",
   "usage",
   "acceptance",
+  "forked_from",
+  "forks",
   "created_at",
   "updated_at",
 ] as const;
@@ -136,6 +145,8 @@ export function runValues(run: RunRecord, before?: RunRecord): unknown[] {
     run.continuedTo,
     kept("usage") ? undefined : encode(run.usage),
     kept("acceptance") ? undefined : encode(run.acceptance),
+    kept("forkedFrom") ? undefined : encode(run.forkedFrom),
+    kept("forks") ? undefined : encode(run.forks),
     run.createdAt,
     run.updatedAt,
   ];

@@ -8,6 +8,7 @@ import type {
   WaitRecord,
 } from "../../core/records.ts";
 import type { RuntimeBackend } from "../backend.ts";
+import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -19,6 +20,7 @@ import { inlineLimit } from "../rows/blob-payloads.ts";
 import { SqliteConnection } from "./sqlite-connection.ts";
 import { toStorageError } from "./sqlite-errors.ts";
 import { SqliteFeed } from "./sqlite-feed.ts";
+import { SqliteForks } from "./sqlite-forks.ts";
 import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
@@ -42,6 +44,7 @@ interface SqliteParts {
   readonly signals: SqliteSignals;
   readonly stops: SqliteStops;
   readonly feed: SqliteFeed;
+  readonly forks: SqliteForks;
 }
 
 /**
@@ -95,6 +98,7 @@ export class SqliteBackend implements RuntimeBackend {
         signals: new SqliteSignals(connection, s),
         stops: new SqliteStops(connection, s),
         feed: new SqliteFeed(connection, s),
+        forks: new SqliteForks(connection, s, this.inlineLimitBytes),
       };
     } catch (error) {
       connection.close();
@@ -126,6 +130,10 @@ export class SqliteBackend implements RuntimeBackend {
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {
     return this.#open().runs.listRuns(filter);
+  }
+
+  async forkRun(request: ForkRunRequest): Promise<ForkRunResult> {
+    return this.#open().forks.forkRun(request);
   }
 
   async recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord> {

@@ -9,7 +9,7 @@ import { StorageError } from "../../core/errors.ts";
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 5;
+export const SCHEMA_VERSION = 6;
 
 /** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
@@ -171,6 +171,16 @@ export const MIGRATION_V5 = `
 CREATE INDEX waits_open_child ON waits (name) WHERE status = 'open' AND kind = 'child';
 `;
 
+/**
+ * Schema version 6, on top of version 5: the lineage of forks (`forkRun`, DESIGN §4 "Fork and
+ * rerun"). A fork holds where it comes from (`forked_from`, a `ForkOrigin`), its source the forks
+ * made from it (`forks`, `ForkRef`s oldest first); JSON text, NULL when absent.
+ */
+export const MIGRATION_V6 = `
+ALTER TABLE runs ADD COLUMN forked_from TEXT;
+ALTER TABLE runs ADD COLUMN forks TEXT;
+`;
+
 /** Every schema version and the DDL that brings the version before it there, in order. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
@@ -178,6 +188,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 3, sql: MIGRATION_V3 },
   { version: 4, sql: MIGRATION_V4 },
   { version: 5, sql: MIGRATION_V5 },
+  { version: 6, sql: MIGRATION_V6 },
 ];
 
 /**

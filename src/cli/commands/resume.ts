@@ -83,7 +83,7 @@ export const resumeCommand: Command = {
 /** How often transitions recorded by other processes are looked for. */
 const CATCH_UP_MS = 500;
 
-async function readRun(backend: RuntimeBackend, runId: string, database: Database): Promise<RunRecord> {
+export async function readRun(backend: RuntimeBackend, runId: string, database: Database): Promise<RunRecord> {
   try {
     const run = await backend.getRun(runId);
     if (!run) {
@@ -95,7 +95,7 @@ async function readRun(backend: RuntimeBackend, runId: string, database: Databas
   }
 }
 
-function moduleOf(run: RunRecord, flag: string | undefined): string {
+export function moduleOf(run: RunRecord, flag: string | undefined): string {
   if (flag !== undefined) return flag;
   const recorded = run.meta.module;
   if (typeof recorded === "string") return recorded;

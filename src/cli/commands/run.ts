@@ -180,7 +180,7 @@ const SHUTDOWN_GRACE_S = 10;
 /** How often transitions recorded by other processes are looked for. */
 const CATCH_UP_MS = 500;
 
-function parseInput(text: string | undefined): Json {
+export function parseInput(text: string | undefined): Json {
   if (text === undefined) return {};
   try {
     return JSON.parse(text) as Json;

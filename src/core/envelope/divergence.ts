@@ -33,7 +33,8 @@ export function divergenceError(options: {
     rows.push(`${mark} ${String(i).padEnd(5)} ${show(h).padEnd(width)} ${show(c)}`);
   }
   return new ReplayDivergenceError(
-    `${headline}\n${rows.join("\n")}\nThe workflow code changed under a run that had already started. Deploy code that calls the same steps in the same order for this run, then resume it (\`cairn resume ${runId}\`); or fork it.`,
+    `${headline}\n${rows.join("\n")}\nThe workflow code changed under a run that had already started. Deploy code that calls the same steps in the same order for this run, then resume it (\`cairn resume ${runId}\`); or fork it from a step before the change (\`cairn fork ${runId} --from-step <n>\`). \`cairn replay\` finds such changes before a deploy.`,
     seq,
+    { history: recorded ? show(recorded) : null, called: called ? show(called) : null },
   );
 }

@@ -18,9 +18,19 @@ export class IllegalTransitionError extends CairnError {
 export class ReplayDivergenceError extends CairnError {
   readonly code = "REPLAY_DIVERGENCE" as const;
   readonly seq: number;
-  constructor(message: string, seq: number, options?: CairnErrorOptions) {
+  /** The step the history holds at `seq` (`kind "name"`), or null when it holds none. */
+  readonly history: string | null;
+  /** The step the code asked for at `seq`, or null when the code finished before it. */
+  readonly called: string | null;
+  constructor(
+    message: string,
+    seq: number,
+    options?: CairnErrorOptions & { history?: string | null; called?: string | null },
+  ) {
     super(message, options);
     this.seq = seq;
+    this.history = options?.history ?? null;
+    this.called = options?.called ?? null;
   }
 }
 
