@@ -6,5 +6,13 @@
  * import { TestRuntime } from "cairn/testing";
  * const rt = new TestRuntime({ agents: [myAgent] });
  */
+
+export {
+  type RecordedHistory,
+  type ReplayHistoriesOptions,
+  type ReplayReport,
+  type ReplayResult,
+  replayHistories,
+} from "./runtime/replay-histories.ts";
 export { TestRuntime, type TestRuntimeOptions } from "./runtime/test-runtime.ts";
 export { VirtualClock } from "./runtime/virtual-clock.ts";

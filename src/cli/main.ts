@@ -12,6 +12,7 @@ import { exportCommand } from "./commands/export.ts";
 import { forkCommand, rerunCommand } from "./commands/fork.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
+import { replayCommand } from "./commands/replay.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
@@ -31,6 +32,7 @@ export const COMMANDS: readonly Command[] = [
   resumeCommand,
   forkCommand,
   rerunCommand,
+  replayCommand,
   signalCommand,
   answerCommand,
   approveCommand,
