@@ -68,7 +68,7 @@ describe("cairn replay", () => {
     expect(fromFile.stdout).toContain("replayed 1 runs");
     expect(fromFile.code).toBe(1);
     expect((await cairn(["replay", "--module", V1, file])).code).toBe(0);
-  });
+  }, 120_000);
 
   it("replays without executing: no tool of the new code runs, and a call past the history stops there", async () => {
     let ran = 0;

@@ -206,6 +206,19 @@ export class CairnClient {
     return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/resume`, {})).run;
   }
 
+  /**
+   * A new run from this run's journal up to `fromStep` (exclusive), on the server's code
+   * (`Runtime.fork`); returns it, its lineage in `forkedFrom`.
+   */
+  async fork(runId: string, options: { fromStep: number; input?: unknown }): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/fork`, options)).run;
+  }
+
+  /** A FAILED run run again from its failed step, on the server's code (`Runtime.rerun`): the new run. */
+  async rerun(runId: string): Promise<RunRecord> {
+    return (await this.#request<{ run: RunRecord }>("POST", `/api/runs/${enc(runId)}/rerun`, {})).run;
+  }
+
   /** Settles an effect of unknown outcome. */
   async reconcile(
     runId: string,

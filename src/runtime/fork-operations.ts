@@ -34,13 +34,16 @@ export interface ForkOptions {
   input?: unknown;
   /** @default { kind: "user", id: "local" } */
   by?: Actor;
+  /**
+   * The agent module the new run is to be resumed with (`meta.module`, as the `module` start
+   * option): set by the process that forks it with its own code (`cairn fork`, `cairn rerun`).
+   * @default the source's
+   */
+  module?: string;
 }
 
 /** Options of `Runtime.rerun`. */
-export interface RerunOptions {
-  /** @default { kind: "user", id: "local" } */
-  by?: Actor;
-}
+export type RerunOptions = Pick<ForkOptions, "by" | "module">;
 
 /** What `fork` and `rerun` return: the new run, and the step it runs from. */
 export interface ForkResult {
@@ -65,7 +68,7 @@ export async function rerunRun(host: ForkOperationsHost, runId: string, options:
     );
   }
   const fromStep = rerunPoint(await host.backend.loadSteps(runId));
-  return makeFork(host, runId, { fromStep, kind: "rerun", ...(options.by ? { by: options.by } : {}) });
+  return makeFork(host, runId, { ...options, fromStep, kind: "rerun" });
 }
 
 async function makeFork(
@@ -90,7 +93,7 @@ async function makeFork(
       key: null,
       input,
       versions: host.versions(source),
-      meta: source.meta,
+      meta: options.module === undefined ? source.meta : { ...source.meta, module: options.module },
       actor: by,
       reason: `${what} run ${source.id} at step ${options.fromStep}`,
       at,

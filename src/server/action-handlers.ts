@@ -6,8 +6,10 @@ import {
   approveRoute,
   cancelRoute,
   denyRoute,
+  forkRoute,
   reconcileRoute,
   rejectRoute,
+  rerunRoute,
   resumeRoute,
   signalRoute,
   startRunRoute,
@@ -96,7 +98,7 @@ function registerApprovalHandlers(app: ServerApp, { runtime }: ServerContext): v
   }
 }
 
-/** What changes a run's course: cancel, resume, reconcile an effect. */
+/** What changes a run's course: cancel, resume, fork, rerun, reconcile an effect. */
 function registerControlHandlers(app: ServerApp, { runtime }: ServerContext): void {
   app.openapi(cancelRoute, async (c) => {
     const { id } = c.req.valid("param");
@@ -113,6 +115,21 @@ function registerControlHandlers(app: ServerApp, { runtime }: ServerContext): vo
     c.req.valid("json");
     await runtime.resume(id, { by: actorOf(c.get("principal")) });
     return c.json(wire({ run: await runtime.getRun(id) }, c.get("principal")), 200);
+  });
+
+  app.openapi(forkRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const { fromStep, input } = c.req.valid("json");
+    const by = actorOf(c.get("principal"));
+    const made = await runtime.fork(id, { fromStep, by, ...(input !== undefined && { input }) });
+    return c.json(wire({ run: await runtime.getRun(made.runId), fromStep: made.fromStep }, c.get("principal")), 201);
+  });
+
+  app.openapi(rerunRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    c.req.valid("json");
+    const made = await runtime.rerun(id, { by: actorOf(c.get("principal")) });
+    return c.json(wire({ run: await runtime.getRun(made.runId), fromStep: made.fromStep }, c.get("principal")), 201);
   });
 
   app.openapi(reconcileRoute, async (c) => {

@@ -12,6 +12,7 @@ import {
   EmptyBody,
   ErrorBodySchema,
   EventsQuery,
+  ForkBody,
   ListRunsQuery,
   MeSchema,
   ReconcileBody,
@@ -59,6 +60,10 @@ import {
  * POST /api/runs/:id/approvals/:waitId/deny { digest, note? }    → { wait }
  * POST /api/runs/:id/cancel { reason? }                       → { run }  (as the request left it)
  * POST /api/runs/:id/resume {}                                → { run }
+ * POST /api/runs/:id/fork { fromStep, input? }                → 201 { run, fromStep } (the new run; lineage:
+ *                                                               run.forkedFrom, the source's forks)
+ * POST /api/runs/:id/rerun {}                                 → 201 { run, fromStep } (a FAILED run, from
+ *                                                               its failed step)
  * POST /api/runs/:id/effects/:effectId/reconcile { outcome: "applied" | "not_applied", result?, receipt?, note? }
  *                                                             → { run }
  * POST /api/runs/:id/accept { note? }                         → { run }
@@ -311,6 +316,30 @@ export const resumeRoute = createRoute({
   middleware: operate,
   request: { params: RunParams, body: body(EmptyBody) },
   responses: { 200: ok(z.object({ run: RunSchema }), "The run, resuming"), ...acts },
+});
+
+const forked = { 201: ok(z.object({ run: RunSchema, fromStep: z.number().int() }), "The new run"), ...acts };
+
+export const forkRoute = createRoute({
+  method: "post",
+  path: "/api/runs/{id}/fork",
+  tags: ["acts"],
+  summary: "Start a new run from this run's journal up to a step, on the server's code",
+  security,
+  middleware: operate,
+  request: { params: RunParams, body: body(ForkBody) },
+  responses: forked,
+});
+
+export const rerunRoute = createRoute({
+  method: "post",
+  path: "/api/runs/{id}/rerun",
+  tags: ["acts"],
+  summary: "Run a FAILED run again from its failed step, on the server's code (a new run)",
+  security,
+  middleware: operate,
+  request: { params: RunParams, body: body(EmptyBody) },
+  responses: forked,
 });
 
 export const reconcileRoute = createRoute({

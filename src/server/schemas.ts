@@ -92,6 +92,20 @@ export const RunSchema = z
       .optional(),
     continuedFrom: z.string().nullable(),
     continuedTo: z.string().nullable(),
+    forkedFrom: z
+      .object({
+        runId: z.string(),
+        fromStep: z.number().int(),
+        kind: z.enum(["fork", "rerun"]),
+        by: ActorSchema,
+        at: epochMs(),
+      })
+      .optional(),
+    forks: z
+      .array(
+        z.object({ runId: z.string(), fromStep: z.number().int(), kind: z.enum(["fork", "rerun"]), at: epochMs() }),
+      )
+      .optional(),
     usage: RunUsageSchema.optional(),
     acceptance: z
       .object({ decision: z.enum(["accepted", "rejected"]), by: ActorSchema, note: z.string(), at: epochMs() })
@@ -295,6 +309,14 @@ export const CancelBody = z
   .openapi("Cancel");
 
 export const EmptyBody = z.strictObject({}).openapi("Empty");
+
+/** What a fork takes: the first step to run again, and the new run's input (default: the source's). */
+export const ForkBody = z
+  .strictObject({
+    fromStep: z.number().int().min(1).openapi({ description: "the source's steps before it are kept" }),
+    input: json().optional(),
+  })
+  .openapi("Fork");
 
 export const ReconcileBody = z
   .strictObject({

@@ -50,8 +50,8 @@ export const forkCommand: Command = {
       throw usageError(`--from-step must be a step number of 1 or more (got ${text === undefined ? "nothing" : text})`);
     }
     const input = args.values.input === undefined ? undefined : parseInput(args.values.input as string);
-    return forkAndDrive(args, io, (client, runId) =>
-      client.fork(runId, { fromStep, ...(input === undefined ? {} : { input }) }),
+    return forkAndDrive(args, io, (client, runId, module) =>
+      client.fork(runId, { fromStep, module, ...(input === undefined ? {} : { input }) }),
     );
   },
 };
@@ -68,13 +68,13 @@ export const rerunCommand: Command = {
   ],
   positionals: ["runId"],
   options: { module: { type: "string" }, detach: { type: "boolean" }, ...DATABASE_OPTIONS },
-  run: (args, io) => forkAndDrive(args, io, (client, runId) => client.rerun(runId)),
+  run: (args, io) => forkAndDrive(args, io, (client, runId, module) => client.rerun(runId, { module })),
 };
 
 async function forkAndDrive(
   { positionals: [runId = ""], values }: CommandArgs,
   io: Io,
-  make: (client: Runtime, runId: string) => Promise<ForkResult>,
+  make: (client: Runtime, runId: string, module: string) => Promise<ForkResult>,
 ): Promise<number> {
   const database = chooseDatabase(values);
   const source = await readRun(await database.open({ create: false }), runId, database);
@@ -83,7 +83,7 @@ async function forkAndDrive(
   const client = cliRuntime(module, await database.open({ create: false }), "client");
   let made: ForkResult;
   try {
-    made = await make(client, runId);
+    made = await make(client, runId, module.file);
   } finally {
     await client.shutdown();
   }

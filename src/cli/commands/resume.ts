@@ -39,7 +39,7 @@ export const resumeCommand: Command = {
     const stored = await readRun(await database.open({ create: false }), runId, database);
     if (isTerminal(stored.state) && stored.state !== "INTERRUPTED" && stored.error?.code !== "REPLAY_DIVERGENCE") {
       throw new CliError(
-        `run ${runId} is ${stored.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed; see \`cairn show ${runId}${database.hint}\``,
+        `run ${runId} is ${stored.state}; only INTERRUPTED runs (and FAILED ones with REPLAY_DIVERGENCE) can be resumed; see \`cairn show ${runId}${database.hint}\`${stored.state === "FAILED" ? `, or run it again as a new run from its failed step: \`cairn rerun ${runId}${database.hint}\`` : ""}`,
       );
     }
     const module = await loadAgentModule(moduleOf(stored, values.module as string | undefined));

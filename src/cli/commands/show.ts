@@ -201,6 +201,17 @@ function printRun(io: Io, run: RunRecord): void {
   if (typeof module === "string") field("module", module);
   if (run.parentRunId)
     field("parent", `run ${run.parentRunId} (if it ends first: ${run.parentClosePolicy ?? "suspend"})`);
+  const origin = run.forkedFrom;
+  if (origin) {
+    const what = origin.kind === "rerun" ? "rerun of" : "forked from";
+    field(
+      "lineage",
+      `${what} run ${origin.runId} at step ${origin.fromStep}, by ${actorLabel(origin.by)} at ${dateTime(origin.at)}`,
+    );
+  }
+  for (const [i, fork] of (run.forks ?? []).entries()) {
+    field(i === 0 ? "forks" : "", `run ${fork.runId} (${fork.kind} from step ${fork.fromStep}, ${dateTime(fork.at)})`);
+  }
   if (run.stopRequest) {
     const stop = run.stopRequest;
     field("stop", `${stop.kind} requested by ${actorLabel(stop.by)} at ${clock(stop.at)}: ${stop.reason}`);
