@@ -60,7 +60,7 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | waits | {@link WaitStore} | `waits-conformance.ts`, `wait-resolution-conformance.ts` |
  * | signals | {@link SignalStore} | `signals-conformance.ts` |
  * | stops | {@link StopStore} | `stops-conformance.ts` |
- * | forks | {@link ForkStore} | `fork-conformance.ts` |
+ * | forks | {@link ForkStore} | `forks-conformance.ts` |
  * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
  * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |

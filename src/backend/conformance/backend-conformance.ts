@@ -3,7 +3,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import { describeChildWaitSweep } from "./child-wait-sweep-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
-import { describeForks } from "./fork-conformance.ts";
+import { describeForks } from "./forks-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";

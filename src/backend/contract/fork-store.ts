@@ -4,7 +4,7 @@ import type { CreateRunInput } from "./run-store.ts";
 /**
  * The forks role of the storage contract (`Runtime.fork`, `Runtime.rerun`; DESIGN §4, "Fork and
  * rerun"): a new run made from another's journal, its lineage recorded both ways. Checked by
- * `conformance/fork-conformance.ts`.
+ * `conformance/forks-conformance.ts`.
  */
 export interface ForkStore {
   /**
