@@ -105,6 +105,13 @@ describe.skipIf(skip !== undefined)("the dashboard in chromium", () => {
       await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 15_000 }).toContain("COMPLETED");
       mkdirSync(join(ROOT, "test-results"), { recursive: true });
       await page.screenshot({ path: join(ROOT, "test-results/dashboard-run.png"), fullPage: true });
+      // Forked from step 4 (the answer and the approval kept): the page goes to the new run, which
+      // completes without asking again, and names the run it comes from.
+      await page.getByTestId("fork-step").fill("4");
+      await page.getByTestId("fork-button").click();
+      await expect.poll(() => page.getByTestId("forked-from").textContent(), { timeout: 15_000 }).toContain(run.id);
+      await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 15_000 }).toContain("COMPLETED");
+      expect(page.url()).not.toContain(run.id);
     } finally {
       await page.close();
     }

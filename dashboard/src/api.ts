@@ -175,6 +175,9 @@ export const api = {
     post(`/api/runs/${enc(id)}/approvals/${enc(waitId)}/deny`, note ? { digest, note } : { digest }),
   cancel: (id: string, reason?: string) => post(`/api/runs/${enc(id)}/cancel`, reason ? { reason } : {}),
   resume: (id: string) => post(`/api/runs/${enc(id)}/resume`, {}),
+  fork: (id: string, fromStep: number) =>
+    post<{ run: RunRecord; fromStep: number }>(`/api/runs/${enc(id)}/fork`, { fromStep }),
+  rerun: (id: string) => post<{ run: RunRecord; fromStep: number }>(`/api/runs/${enc(id)}/rerun`, {}),
   reconcile: (id: string, effectId: string, outcome: "applied" | "not_applied", note?: string) =>
     post(`/api/runs/${enc(id)}/effects/${enc(effectId)}/reconcile`, note ? { outcome, note } : { outcome }),
   accept: (id: string, note?: string) => post(`/api/runs/${enc(id)}/accept`, note ? { note } : {}),

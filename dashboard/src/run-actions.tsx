@@ -2,9 +2,10 @@ import { useState } from "preact/hooks";
 import { type RunRecord, TERMINAL_STATES } from "../../src/api/http-api.ts";
 import { api } from "./api.ts";
 import { ErrorText, NoteInput, useAction } from "./components.tsx";
+import { navigate, runHref } from "./router.ts";
 import { refusal, useCan } from "./session.ts";
 
-/** The acts a run's state allows (resume, accept or reject, cancel) and the export of its contract. */
+/** The acts a run's state allows (resume, rerun, fork, accept or reject, cancel) and the export of its contract. */
 
 const RESUMABLE_ERRORS = new Set(["REPLAY_DIVERGENCE", "VERSION_MISMATCH"]);
 
@@ -16,7 +17,8 @@ function actsOf(run: RunRecord) {
     (run.state === "PAUSED" && run.pausedReason === "suspended_orphan") ||
     (run.state === "FAILED" && RESUMABLE_ERRORS.has(run.error?.code ?? ""));
   const canJudge = run.state === "COMPLETED" && !run.acceptance;
-  return { canCancel, canResume, canJudge };
+  const canRerun = run.state === "FAILED" && !canResume;
+  return { canCancel, canResume, canJudge, canRerun };
 }
 
 export function RunActions(props: { run: RunRecord; onDone: () => void }) {
@@ -25,7 +27,8 @@ export function RunActions(props: { run: RunRecord; onDone: () => void }) {
   const [confirming, setConfirming] = useState(false);
   const [reason, setReason] = useState("");
   const [note, setNote] = useState("");
-  const { canCancel, canResume, canJudge } = actsOf(run);
+  const { canCancel, canResume, canJudge, canRerun } = actsOf(run);
+  const [fromStep, setFromStep] = useState("1");
   const allowed = useCan("operate");
   const denied = allowed ? undefined : refusal("operate");
   const act = async (fn: () => Promise<unknown>) => {
@@ -50,6 +53,39 @@ export function RunActions(props: { run: RunRecord; onDone: () => void }) {
           Resume
         </button>
       )}
+      {canRerun && (
+        <button
+          type="button"
+          class="primary"
+          disabled={action.busy || !allowed}
+          title={
+            denied ?? "a new run: the steps before the failed one are kept, the failed one runs on the server's code"
+          }
+          onClick={() => act(async () => navigate(runHref((await api.rerun(run.id)).run.id)))}
+          data-testid="rerun-button"
+        >
+          Rerun from the failed step
+        </button>
+      )}
+      <span class="fork">
+        <input
+          type="number"
+          min="1"
+          value={fromStep}
+          onInput={(e) => setFromStep((e.target as HTMLInputElement).value)}
+          aria-label="fork from step"
+          data-testid="fork-step"
+        />
+        <button
+          type="button"
+          disabled={action.busy || !allowed}
+          title={denied ?? "a new run with this run's steps before that one, on the server's code"}
+          onClick={() => act(async () => navigate(runHref((await api.fork(run.id, Number(fromStep))).run.id)))}
+          data-testid="fork-button"
+        >
+          Fork from step
+        </button>
+      </span>
       {canJudge && (
         <Verdict
           {...gate}

@@ -113,7 +113,8 @@ function RunFacts(props: { run: RunRecord }) {
 /** The parent run and the runs this one continues or is continued as; nothing when none. */
 function RelatedRuns(props: { run: RunRecord }) {
   const { run } = props;
-  if (!(run.parentRunId || run.continuedFrom || run.continuedTo)) return null;
+  const forks = run.forks ?? [];
+  if (!(run.parentRunId || run.continuedFrom || run.continuedTo || run.forkedFrom || forks.length > 0)) return null;
   return (
     <>
       <dt>Related</dt>
@@ -130,9 +131,20 @@ function RelatedRuns(props: { run: RunRecord }) {
         )}
         {run.continuedTo && (
           <span>
-            continued as <a href={runHref(run.continuedTo)}>{run.continuedTo}</a>
+            continued as <a href={runHref(run.continuedTo)}>{run.continuedTo}</a>{" "}
           </span>
         )}
+        {run.forkedFrom && (
+          <span data-testid="forked-from">
+            {run.forkedFrom.kind === "rerun" ? "rerun of" : "forked from"}{" "}
+            <a href={runHref(run.forkedFrom.runId)}>{run.forkedFrom.runId}</a> at step {run.forkedFrom.fromStep}{" "}
+          </span>
+        )}
+        {forks.map((fork) => (
+          <span key={fork.runId} data-testid="fork-link">
+            {fork.kind} from step {fork.fromStep}: <a href={runHref(fork.runId)}>{fork.runId}</a>{" "}
+          </span>
+        ))}
       </dd>
     </>
   );
