@@ -28,7 +28,6 @@ export function RunActions(props: { run: RunRecord; onDone: () => void }) {
   const [reason, setReason] = useState("");
   const [note, setNote] = useState("");
   const { canCancel, canResume, canJudge, canRerun } = actsOf(run);
-  const [fromStep, setFromStep] = useState("1");
   const allowed = useCan("operate");
   const denied = allowed ? undefined : refusal("operate");
   const act = async (fn: () => Promise<unknown>) => {
@@ -53,39 +52,7 @@ export function RunActions(props: { run: RunRecord; onDone: () => void }) {
           Resume
         </button>
       )}
-      {canRerun && (
-        <button
-          type="button"
-          class="primary"
-          disabled={action.busy || !allowed}
-          title={
-            denied ?? "a new run: the steps before the failed one are kept, the failed one runs on the server's code"
-          }
-          onClick={() => act(async () => navigate(runHref((await api.rerun(run.id)).run.id)))}
-          data-testid="rerun-button"
-        >
-          Rerun from the failed step
-        </button>
-      )}
-      <span class="fork">
-        <input
-          type="number"
-          min="1"
-          value={fromStep}
-          onInput={(e) => setFromStep((e.target as HTMLInputElement).value)}
-          aria-label="fork from step"
-          data-testid="fork-step"
-        />
-        <button
-          type="button"
-          disabled={action.busy || !allowed}
-          title={denied ?? "a new run with this run's steps before that one, on the server's code"}
-          onClick={() => act(async () => navigate(runHref((await api.fork(run.id, Number(fromStep))).run.id)))}
-          data-testid="fork-button"
-        >
-          Fork from step
-        </button>
-      </span>
+      <ForkRun {...gate} run={run} canRerun={canRerun} act={act} />
       {canJudge && (
         <Verdict
           {...gate}
@@ -125,6 +92,50 @@ interface Gate {
   busy: boolean;
   allowed: boolean;
   denied: string | undefined;
+}
+
+/** A new run from this one: from its failed step (a FAILED run), or from a step given; the page goes to it. */
+function ForkRun(props: Gate & { run: RunRecord; canRerun: boolean; act: (fn: () => Promise<unknown>) => void }) {
+  const { run, act } = props;
+  const [fromStep, setFromStep] = useState("1");
+  return (
+    <>
+      {props.canRerun && (
+        <button
+          type="button"
+          class="primary"
+          disabled={props.busy || !props.allowed}
+          title={
+            props.denied ??
+            "a new run: the steps before the failed one are kept, the failed one runs on the server's code"
+          }
+          onClick={() => act(async () => navigate(runHref((await api.rerun(run.id)).run.id)))}
+          data-testid="rerun-button"
+        >
+          Rerun from the failed step
+        </button>
+      )}
+      <span class="fork">
+        <input
+          type="number"
+          min="1"
+          value={fromStep}
+          onInput={(e) => setFromStep((e.target as HTMLInputElement).value)}
+          aria-label="fork from step"
+          data-testid="fork-step"
+        />
+        <button
+          type="button"
+          disabled={props.busy || !props.allowed}
+          title={props.denied ?? "a new run with this run's steps before that one, on the server's code"}
+          onClick={() => act(async () => navigate(runHref((await api.fork(run.id, Number(fromStep))).run.id)))}
+          data-testid="fork-button"
+        >
+          Fork from step
+        </button>
+      </span>
+    </>
+  );
 }
 
 /** Accept or reject a completed run's outcome, with a note. */
