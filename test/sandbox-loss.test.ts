@@ -101,6 +101,22 @@ forEachBackend(
           expect(steps.at(-1)).toMatchObject({ name: "destroy:l", args: { cleanup: true, id: restored?.id } });
           expect(sleepPids(marker)).toEqual([]);
           expect(await provider.list()).toEqual([]);
+          // The contract tells the story: the loss, the restore, the new id, the cleanup.
+          const { isolation } = await rt.exportRun(run.id);
+          expect(isolation.isolated).toBe(false);
+          expect(isolation.sandboxes).toHaveLength(1);
+          const told = isolation.sandboxes[0];
+          expect(told).toMatchObject({
+            name: "l",
+            label: `${run.id}/l`,
+            info: { kind: "local", isolated: false, id: out.first },
+            ids: [out.first, restored?.id],
+            losses: [{ seq: exec?.seq, attempt: 1 }],
+            restores: [{ seq: exec?.seq, attempt: 2, lost: out.first, snapshot: out.snap.id }],
+            snapshots: [{ id: out.snap.id }],
+            destroyedBy: "cleanup",
+          });
+          expect(told?.destroyedAt).not.toBeNull();
         });
       }
 
