@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
+import { chmodSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -9,7 +9,7 @@ import {
   type SandboxHandle,
   SandboxUnavailableError,
 } from "../src/index.ts";
-import { LocalSandboxProvider } from "../src/sandbox.ts";
+import { BubblewrapProvider, LocalSandboxProvider } from "../src/sandbox.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 import { sleepMarker, sleepPids, waitUntil } from "./helpers/sandbox-processes.ts";
 
@@ -22,11 +22,23 @@ import { sleepMarker, sleepPids, waitUntil } from "./helpers/sandbox-processes.t
 let dir = "";
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "cairn-sbx-runs-"));
+  // bubblewrap started by root runs as nobody, who must be able to enter the sandboxes folder.
+  chmodSync(dir, 0o711);
 });
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
-const sandboxOption = () => ({
-  provider: new LocalSandboxProvider({ dir: join(dir, "boxes") }),
+const probe = mkdtempSync(join(tmpdir(), "cairn-sbx-probe-"));
+chmodSync(probe, 0o711);
+const bwrapSkip = await BubblewrapProvider.unavailable({ dir: probe });
+rmSync(probe, { recursive: true, force: true });
+if (bwrapSkip) console.warn(`bubblewrap runs skipped: ${bwrapSkip}`);
+
+type Kind = "local" | "bubblewrap";
+const sandboxOption = (kind: Kind = "local") => ({
+  provider:
+    kind === "local"
+      ? new LocalSandboxProvider({ dir: join(dir, "boxes") })
+      : new BubblewrapProvider({ dir: join(dir, "boxes") }),
   logDir: join(dir, "logs"),
 });
 
@@ -66,36 +78,65 @@ forEachBackend(
   (under) => {
     const { runtimes } = under;
     describe("sandboxes joined to the run", () => {
-      it("records ctx.sandbox and each call as a sandbox step, and destroys the sandbox at the end", async () => {
-        const sandbox = sandboxOption();
-        const rt = runtimes.make({ agents: [agent], sandbox });
-        const run = await rt.run(agent, "lifecycle", null);
-        const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
-        expect(ended.state).toBe("COMPLETED");
-        const out = ended.output as unknown as {
-          info: { label: string; isolated: boolean };
-          cat: SandboxExecResult;
-          read: string;
-        };
-        expect(out.info).toMatchObject({ label: `${run.id}/main`, kind: "local", isolated: false });
-        expect(out.cat).toMatchObject({ exitCode: 3, signal: null, tail: expect.stringContaining("hi there") });
-        expect(out.cat.tail).toContain("oops");
-        expect(out.read).toBe("hi there\n");
-        expect(readFileSync(out.cat.logPath as string, "utf8")).toContain("hi there");
-        expect(out.cat.logPath).toBe(join(sandbox.logDir, run.id, "3.1.log"));
-        const { steps } = await rt.history(run.id);
-        expect(steps.map((s) => [s.seq, s.kind, s.name, s.status])).toEqual([
-          [1, "sandbox", "sandbox:main", "completed"],
-          [2, "sandbox", "writeFile:main", "completed"],
-          [3, "sandbox", "exec:main", "completed"],
-          [4, "sandbox", "readFile:main", "completed"],
-          [5, "sandbox", "snapshot:main", "completed"],
-          [6, "sandbox", "destroy:main", "completed"],
-        ]);
-        expect(steps[5]?.args).toMatchObject({ cleanup: true });
-        expect(await sandbox.provider.list()).toEqual([]);
-        expect(await sandbox.provider.find(`${run.id}/main`)).toBeUndefined();
-      });
+      for (const kind of ["local", "bubblewrap"] as const) {
+        it.skipIf(kind === "bubblewrap" && bwrapSkip !== undefined)(
+          `${kind}: records ctx.sandbox and each call as a sandbox step, and destroys the sandbox at the end`,
+          async () => {
+            const sandbox = sandboxOption(kind);
+            const rt = runtimes.make({ agents: [agent], sandbox });
+            const run = await rt.run(agent, "lifecycle", null);
+            const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+            expect(ended.state).toBe("COMPLETED");
+            const out = ended.output as unknown as {
+              info: { label: string; isolated: boolean };
+              cat: SandboxExecResult;
+              read: string;
+            };
+            expect(out.info).toMatchObject({ label: `${run.id}/main`, kind, isolated: kind === "bubblewrap" });
+            expect(out.cat).toMatchObject({ exitCode: 3, signal: null, tail: expect.stringContaining("hi there") });
+            expect(out.cat.tail).toContain("oops");
+            expect(out.read).toBe("hi there\n");
+            expect(readFileSync(out.cat.logPath as string, "utf8")).toContain("hi there");
+            expect(out.cat.logPath).toBe(join(sandbox.logDir, run.id, "3.1.log"));
+            const { steps } = await rt.history(run.id);
+            expect(steps.map((s) => [s.seq, s.kind, s.name, s.status])).toEqual([
+              [1, "sandbox", "sandbox:main", "completed"],
+              [2, "sandbox", "writeFile:main", "completed"],
+              [3, "sandbox", "exec:main", "completed"],
+              [4, "sandbox", "readFile:main", "completed"],
+              [5, "sandbox", "snapshot:main", "completed"],
+              [6, "sandbox", "destroy:main", "completed"],
+            ]);
+            expect(steps[5]?.args).toMatchObject({ cleanup: true });
+            expect(await sandbox.provider.list()).toEqual([]);
+            expect(await sandbox.provider.find(`${run.id}/main`)).toBeUndefined();
+          },
+        );
+
+        it.skipIf(kind === "bubblewrap" && bwrapSkip !== undefined)(
+          `${kind}: kills a running command's tree on cancel and destroys the sandbox`,
+          async () => {
+            const sandbox = sandboxOption(kind);
+            const rt = runtimes.make({ agents: [agent], sandbox });
+            const marker = sleepMarker();
+            const run = await rt.run(agent, "sleeper", marker);
+            await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the sleep to start");
+            const pid = sleepPids(marker)[0] as number;
+            await rt.cancel(run.id, { by: "ops", reason: "enough" });
+            const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+            expect(ended.state).toBe("CANCELLED");
+            expect(alive(pid)).toBe(false);
+            expect(sleepPids(marker)).toEqual([]);
+            expect(await sandbox.provider.list()).toEqual([]);
+            const { steps } = await rt.history(run.id);
+            expect(steps.map((s) => [s.name, s.status])).toEqual([
+              ["sandbox:s", "completed"],
+              ["exec:s", "failed"],
+              ["destroy:s", "completed"],
+            ]);
+          },
+        );
+      }
 
       it("keeps kilobytes in the journal of a command that prints 20 MB, and the whole output in its log", async () => {
         const sandbox = sandboxOption();
@@ -113,27 +154,6 @@ forEachBackend(
         const stored = JSON.stringify(exec).length;
         expect(stored).toBeLessThan(8 * 1024);
         expect(result.tail.length).toBeLessThanOrEqual(4096);
-      });
-
-      it("kills a running command's tree on cancel and destroys the sandbox", async () => {
-        const sandbox = sandboxOption();
-        const rt = runtimes.make({ agents: [agent], sandbox });
-        const marker = sleepMarker();
-        const run = await rt.run(agent, "sleeper", marker);
-        await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the sleep to start");
-        const pid = sleepPids(marker)[0] as number;
-        await rt.cancel(run.id, { by: "ops", reason: "enough" });
-        const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
-        expect(ended.state).toBe("CANCELLED");
-        expect(alive(pid)).toBe(false);
-        expect(sleepPids(marker)).toEqual([]);
-        expect(await sandbox.provider.list()).toEqual([]);
-        const { steps } = await rt.history(run.id);
-        expect(steps.map((s) => [s.name, s.status])).toEqual([
-          ["sandbox:s", "completed"],
-          ["exec:s", "failed"],
-          ["destroy:s", "completed"],
-        ]);
       });
 
       it("kills the command's tree when the step times out", async () => {
