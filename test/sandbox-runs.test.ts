@@ -107,6 +107,16 @@ forEachBackend((under) => {
             [6, "sandbox", "destroy:main", "completed"],
           ]);
           expect(steps[5]?.args).toMatchObject({ cleanup: true });
+          // The command's output went to the run's live events as it arrived.
+          const streamed: string[] = [];
+          for await (const event of rt.events(run.id)) {
+            if (event.type === "sandbox.output") {
+              expect(event).toMatchObject({ seq: 3, attempt: 1, sandbox: "main" });
+              streamed.push(event.text);
+            }
+          }
+          expect(streamed.join("")).toContain("hi there");
+          expect(streamed.join("")).toContain("oops");
           expect(await sandbox.provider.list()).toEqual([]);
           expect(await sandbox.provider.find(`${run.id}/main`)).toBeUndefined();
         },
