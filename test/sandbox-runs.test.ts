@@ -165,17 +165,21 @@ forEachBackend((under) => {
       expect(result.tail.length).toBeLessThanOrEqual(4096);
     });
 
-    it("kills the command's tree when the step times out", async () => {
-      const sandbox = sandboxOption();
-      const rt = runtimes.make({ agents: [agent], sandbox });
-      const marker = sleepMarker();
-      const run = await rt.run(agent, "timeout", marker);
-      const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
-      expect(ended.state).toBe("FAILED");
-      expect(ended.error?.code).toBe("STEP_TIMEOUT");
-      await waitUntil(() => sleepPids(marker).length === 0, 5000, "the sleep to be killed");
-      expect(await sandbox.provider.list()).toEqual([]);
-    });
+    for (const kind of ["local", "bubblewrap"] as const)
+      it.skipIf(kind === "bubblewrap" && bwrapSkip !== undefined)(
+        `${kind}: kills the command's tree when the step times out`,
+        async () => {
+          const sandbox = sandboxOption(kind);
+          const rt = runtimes.make({ agents: [agent], sandbox });
+          const marker = sleepMarker();
+          const run = await rt.run(agent, "timeout", marker);
+          const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+          expect(ended.state).toBe("FAILED");
+          expect(ended.error?.code).toBe("STEP_TIMEOUT");
+          await waitUntil(() => sleepPids(marker).length === 0, 5000, "the sleep to be killed");
+          expect(await sandbox.provider.list()).toEqual([]);
+        },
+      );
 
     it("shows sandbox calls to policies as kind sandbox, with the call's arguments", async () => {
       const seen: string[] = [];
