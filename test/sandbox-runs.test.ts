@@ -198,6 +198,15 @@ forEachBackend((under) => {
       expect(seen).toContain('exec:main {"command":"cat hello.txt; echo oops >&2; exit 3"}');
     });
 
+    it("says NOT ISOLATED in the log line that makes a local sandbox", async () => {
+      const warnings: string[] = [];
+      const logger = { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} };
+      const rt = runtimes.make({ agents: [agent], sandbox: sandboxOption(), logger });
+      const run = await rt.run(agent, "lifecycle", null);
+      expect((await rt.waitFor(run.id, { timeoutMs: 20_000 })).state).toBe("COMPLETED");
+      expect(warnings).toContain(`sandbox "main" of run ${run.id} is NOT ISOLATED (local provider)`);
+    });
+
     it("fails ctx.sandbox with an error naming the runtime option when there is no provider", async () => {
       const rt = runtimes.make({ agents: [agent] });
       const run = await rt.run(agent, "noProvider", null);
