@@ -6,9 +6,10 @@ import { COMMANDS } from "../src/cli/main.ts";
 import { allCodeBlocks, type CodeBlock, repoRoot } from "./helpers/markdown-docs.ts";
 
 /**
- * Every TypeScript block of README.md and docs/ compiles, imports included, against the package's
- * own entry points (`cairn`, `cairn/sqlite`, … mapped to src/ as package.json's exports name
- * them), under the repository's strict tsconfig. A block is left out only with a visible
+ * Every TypeScript block of README.md and docs/ compiles, imports included, under the
+ * repository's strict tsconfig. `cairn`, `cairn/sqlite`, … resolve as they do in a user's project:
+ * through package.json's exports to the built declarations in dist/ (the package names itself, so
+ * the blocks, written inside the repository, import it by name); `npm run build` first. A block is left out only with a visible
  * `<!-- not-checked: reason -->` just before its fence; the test prints how many are. A block
  * after `<!-- file: name.ts -->` is that module, which the page's other blocks may import.
  * Shell blocks may name only npm scripts package.json has and `cairn` commands the CLI has.
@@ -24,20 +25,6 @@ const blocks = allCodeBlocks();
 const checked = blocks.filter((b) => TS_LANGS.has(b.lang) && b.notChecked === undefined);
 const optedOut = blocks.filter((b) => TS_LANGS.has(b.lang) && b.notChecked !== undefined);
 
-/** `cairn` → src/index.ts, `cairn/sqlite` → src/sqlite.ts, …, from package.json's exports. */
-function packagePaths(): Record<string, string[]> {
-  const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
-    name: string;
-    exports: Record<string, { types: string }>;
-  };
-  const paths: Record<string, string[]> = {};
-  for (const [key, entry] of Object.entries(pkg.exports)) {
-    const source = entry.types.replace(/^\.\/dist\//, "./src/").replace(/\.d\.ts$/, ".ts");
-    paths[key === "." ? pkg.name : `${pkg.name}/${key.slice(2)}`] = [source];
-  }
-  return paths;
-}
-
 /** Each page's blocks in a folder of their own: a block named `<!-- file: x.ts -->` is `./x.ts` there. */
 function fileName(block: CodeBlock): string {
   return join(scratch, block.file.replaceAll(/[^a-zA-Z0-9]+/g, "-"), block.fileName ?? `L${block.line}.ts`);
@@ -45,6 +32,7 @@ function fileName(block: CodeBlock): string {
 
 /** Compiles the blocks (and BROKEN) in one program; the messages by file name. */
 function typeCheck(toCheck: readonly CodeBlock[]): Map<string, string[]> {
+  if (!existsSync(join(repoRoot, "dist", "index.d.ts"))) throw new Error("no dist/: run `npm run build` first");
   rmSync(scratch, { recursive: true, force: true });
   mkdirSync(scratch, { recursive: true });
   const files = toCheck.map((block) => {
@@ -68,7 +56,7 @@ function typeCheck(toCheck: readonly CodeBlock[]): Map<string, string[]> {
     },
   );
   if (!config) throw new Error("tsconfig.json did not parse");
-  const options: ts.CompilerOptions = { ...config.options, noEmit: true, baseUrl: repoRoot, paths: packagePaths() };
+  const options: ts.CompilerOptions = { ...config.options, noEmit: true };
   const program = ts.createProgram([...files, brokenPath], options);
   const messages = new Map<string, string[]>();
   for (const d of ts.getPreEmitDiagnostics(program)) {
