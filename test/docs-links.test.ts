@@ -1,11 +1,11 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, normalize } from "node:path";
 import { describe, expect, it } from "vitest";
-import { allRelativeLinks, relativeLinks, repoRoot } from "./helpers/markdown-docs.ts";
+import { allRelativeLinks, headingAnchors, relativeLinks, repoRoot } from "./helpers/markdown-docs.ts";
 
 /**
  * Every relative link and image of README.md and docs/ points at a file or folder of the
- * repository.
+ * repository, and a `#fragment` into a Markdown page at one of its headings.
  */
 
 /**
@@ -27,27 +27,51 @@ describe("the documentation's links", () => {
     expect(links.length).toBeGreaterThan(50);
     const broken: string[] = [];
     const soon = new Set<string>();
+    const anchors = new Map<string, Set<string>>();
+    const anchorsOf = (page: string) => {
+      const known = anchors.get(page) ?? headingAnchors(readFileSync(join(repoRoot, page), "utf8"));
+      anchors.set(page, known);
+      return known;
+    };
+    let fragments = 0;
     for (const link of links) {
-      const target = normalize(join(dirname(link.file), decodeURIComponent(link.target)));
-      if (existsSync(join(repoRoot, target))) continue;
-      if (EXPECTED_SOON.has(target)) soon.add(target);
-      else broken.push(`${link.file}:${link.line}: ${link.target}`);
+      const target =
+        link.target === "" ? link.file : normalize(join(dirname(link.file), decodeURIComponent(link.target)));
+      if (!existsSync(join(repoRoot, target))) {
+        if (EXPECTED_SOON.has(target)) soon.add(target);
+        else broken.push(`${link.file}:${link.line}: ${link.target}`);
+      } else if (link.fragment !== undefined && target.endsWith(".md")) {
+        fragments++;
+        if (!anchorsOf(target).has(link.fragment)) {
+          broken.push(`${link.file}:${link.line}: ${link.target}#${link.fragment} (no such heading)`);
+        }
+      }
     }
-    console.log(`docs links: ${links.length} relative links checked; not yet on this branch: ${[...soon].join(", ")}`);
+    console.log(
+      `docs links: ${links.length} relative links checked, ${fragments} of them to a heading; ` +
+        `not yet on this branch: ${[...soon].join(", ") || "none"}`,
+    );
     expect(broken).toEqual([]);
   });
 
   it("finds links and images, and leaves URLs, anchors and code alone", () => {
     const text = [
       "See [a guide](guides/a.md#part) and ![a picture](pic.png).",
-      "Not these: [site](https://example.com), [here](#anchor), `[code](x.md)`.",
+      "Not these: [site](https://example.com), `[code](x.md)`; this one: [here](#anchor).",
       "```",
       "[in a block](y.md)",
       "```",
     ].join("\n");
-    expect(relativeLinks("docs/README.md", text).map((l) => [l.line, l.target])).toEqual([
-      [1, "guides/a.md"],
-      [1, "pic.png"],
+    expect(relativeLinks("docs/README.md", text).map((l) => [l.line, l.target, l.fragment])).toEqual([
+      [1, "guides/a.md", "part"],
+      [1, "pic.png", undefined],
+      [2, "", "anchor"],
     ]);
+  });
+
+  it("makes the anchors GitHub makes", () => {
+    const text =
+      "# Cairn\n## Run it: from code\n```\n# not a heading\n```\n## Run it: from code\n### GET /api/runs/{id}";
+    expect([...headingAnchors(text)]).toEqual(["cairn", "run-it-from-code", "run-it-from-code-1", "get-apirunsid"]);
   });
 });

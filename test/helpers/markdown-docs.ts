@@ -32,8 +32,10 @@ export interface CodeBlock {
 export interface RelativeLink {
   file: string;
   line: number;
-  /** The target as written, without its `#fragment`. */
+  /** The target as written, without its `#fragment`; "" for a link within the page (`#part`). */
   target: string;
+  /** The `#fragment`, without the `#`, when there is one. */
+  fragment?: string;
 }
 
 /** README.md and every Markdown file under docs/, relative to the repository root, sorted. */
@@ -113,12 +115,37 @@ export function relativeLinks(file: string, text: string): RelativeLink[] {
     }
     if (fence !== undefined) return;
     for (const match of line.replaceAll(/`[^`]*`/g, "").matchAll(LINK)) {
-      const target = (match[1] ?? "").split("#")[0] ?? "";
-      if (target === "" || /^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
-      links.push({ file, line: index + 1, target });
+      const [target = "", fragment] = (match[1] ?? "").split("#");
+      if ((target === "" && !fragment) || /^[a-z][a-z0-9+.-]*:/i.test(target)) continue;
+      links.push({ file, line: index + 1, target, ...(fragment ? { fragment } : {}) });
     }
   });
   return links;
+}
+
+/** The anchors of a Markdown text's headings, as GitHub makes them (`## Run it` → `run-it`). */
+export function headingAnchors(text: string): Set<string> {
+  const anchors = new Set<string>();
+  const seen = new Map<string, number>();
+  let fence: string | undefined;
+  for (const line of text.split("\n")) {
+    const open = FENCE.exec(line);
+    if (open) {
+      if (fence === undefined) fence = open[2] ?? "";
+      else if (line.trim().startsWith(fence)) fence = undefined;
+      continue;
+    }
+    const heading = fence === undefined ? /^#{1,6}\s+(.+?)\s*#*\s*$/.exec(line) : null;
+    if (!heading) continue;
+    const slug = (heading[1] ?? "")
+      .toLowerCase()
+      .replaceAll(/[^\p{L}\p{N}\s_-]/gu, "")
+      .replaceAll(" ", "-");
+    const count = seen.get(slug) ?? 0;
+    seen.set(slug, count + 1);
+    anchors.add(count === 0 ? slug : `${slug}-${count}`);
+  }
+  return anchors;
 }
 
 /** Every code block of the documentation. */
