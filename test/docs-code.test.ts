@@ -69,10 +69,16 @@ function typeCheck(toCheck: readonly CodeBlock[]): Map<string, string[]> {
   return messages;
 }
 
-/** The npm scripts and `cairn` sub-commands a shell block names. */
-function shellNames(code: string): { scripts: string[]; commands: string[] } {
+/** A `cairn` command line of a shell block: the sub-command and the options given to it. */
+interface CairnCall {
+  command: string;
+  options: string[];
+}
+
+/** The npm scripts and `cairn` command lines a shell block names. */
+function shellNames(code: string): { scripts: string[]; commands: CairnCall[] } {
   const scripts: string[] = [];
-  const commands: string[] = [];
+  const commands: CairnCall[] = [];
   const text = code.replaceAll(/\\\n/g, " ");
   for (const line of text.split("\n")) {
     const command = line.replace(/^\s*\$\s+/, "").replace(/\s#.*$/, "");
@@ -80,8 +86,11 @@ function shellNames(code: string): { scripts: string[]; commands: string[] } {
       const name = m[1] ?? "";
       if (!["install", "ci", "create", "pack", "exec", "init", "i"].includes(name)) scripts.push(name);
     }
-    for (const m of command.matchAll(/(?:^|[\s;&|(])(?:npx\s+)?(?:cairn|node\s+bin\/cairn\.js)\s+([\w-]+)/g)) {
-      commands.push(m[1] ?? "");
+    for (const m of command.matchAll(
+      /(?:^|[\s;&|(])(?:npx\s+)?(?:cairn|node\s+bin\/cairn\.js)\s+([\w-]+)([^;&|)]*)/g,
+    )) {
+      const options = [...(m[2] ?? "").replaceAll(/'[^']*'|"[^"]*"/g, "").matchAll(/(?:^|\s)--([\w-]+)/g)];
+      commands.push({ command: m[1] ?? "", options: options.map((o) => o[1] ?? "") });
     }
   }
   return { scripts, commands };
@@ -106,7 +115,7 @@ describe("the documentation's code", () => {
     expect(failures).toEqual([]);
   });
 
-  it("names only npm scripts package.json has and cairn commands the CLI has", () => {
+  it("names only npm scripts package.json has, and cairn commands and options the CLI has", () => {
     const pkg = JSON.parse(readFileSync(join(repoRoot, "package.json"), "utf8")) as {
       scripts: Record<string, string>;
     };
@@ -114,19 +123,31 @@ describe("the documentation's code", () => {
     const shells = blocks.filter((b) => SH_LANGS.has(b.lang));
     const unknown: string[] = [];
     let named = 0;
+    let optionsNamed = 0;
     for (const block of shells) {
       const { scripts, commands } = shellNames(block.code);
       named += scripts.length + commands.length;
+      optionsNamed += commands.reduce((n, c) => n + c.options.length, 0);
       for (const s of scripts) if (!(s in pkg.scripts)) unknown.push(`${block.file}:${block.line}: npm script "${s}"`);
-      for (const c of commands) if (!known.has(c)) unknown.push(`${block.file}:${block.line}: cairn command "${c}"`);
+      for (const { command, options } of commands) {
+        const definition = COMMANDS.find((c) => c.name === command);
+        if (!known.has(command)) unknown.push(`${block.file}:${block.line}: cairn command "${command}"`);
+        for (const option of definition ? options : []) {
+          if (!(option in definition!.options) && option !== "help") {
+            unknown.push(`${block.file}:${block.line}: option --${option} of cairn ${command}`);
+          }
+        }
+      }
     }
-    console.log(`docs shell blocks: ${shells.length}, naming ${named} npm scripts and cairn commands`);
+    console.log(
+      `docs shell blocks: ${shells.length}, naming ${named} npm scripts and cairn commands (${optionsNamed} options)`,
+    );
     expect(named).toBeGreaterThan(10);
     expect(unknown).toEqual([]);
     // The check itself.
-    expect(shellNames("npm run bench:nope && npx cairn frobnicate x")).toEqual({
+    expect(shellNames("npm run bench:nope && npx cairn frobnicate x --fast | jq '.a --b'")).toEqual({
       scripts: ["bench:nope"],
-      commands: ["frobnicate"],
+      commands: [{ command: "frobnicate", options: ["fast"] }],
     });
   });
 });
