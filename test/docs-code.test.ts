@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { COMMANDS } from "../src/cli/main.ts";
-import { allCodeBlocks, type CodeBlock, repoRoot } from "./helpers/markdown-docs.ts";
+import { allCodeBlocks, type CodeBlock, docFiles, inlineCode, repoRoot } from "./helpers/markdown-docs.ts";
 
 /**
  * Every TypeScript block of README.md and docs/ compiles, imports included, under the
@@ -89,7 +89,7 @@ function shellNames(code: string): { scripts: string[]; commands: CairnCall[] } 
     for (const m of command.matchAll(
       /(?:^|[\s;&|(])(?:npx\s+)?(?:cairn|node\s+bin\/cairn\.js)\s+([\w-]+)([^;&|)]*)/g,
     )) {
-      const options = [...(m[2] ?? "").replaceAll(/'[^']*'|"[^"]*"/g, "").matchAll(/(?:^|\s)--([\w-]+)/g)];
+      const options = [...(m[2] ?? "").replaceAll(/'[^']*'|"[^"]*"/g, "").matchAll(/(?:^|[\s[|])--([\w-]+)/g)];
       commands.push({ command: m[1] ?? "", options: options.map((o) => o[1] ?? "") });
     }
   }
@@ -120,7 +120,12 @@ describe("the documentation's code", () => {
       scripts: Record<string, string>;
     };
     const known = new Set([...COMMANDS.map((c) => c.name), "help", "--version"]);
-    const shells = blocks.filter((b) => SH_LANGS.has(b.lang));
+    // Shell blocks, and the inline code that spells a cairn command line (`cairn show <runId> --follow`).
+    const inline = docFiles()
+      .flatMap((file) => inlineCode(file, readFileSync(join(repoRoot, file), "utf8")))
+      .filter((span) => /^(npx )?cairn [a-z-]/.test(span.code))
+      .map((span) => ({ file: span.file, line: span.line, lang: "sh", code: span.code.replaceAll("\\|", "|") }));
+    const shells = [...blocks.filter((b) => SH_LANGS.has(b.lang)), ...inline];
     const unknown: string[] = [];
     let named = 0;
     let optionsNamed = 0;
@@ -140,7 +145,7 @@ describe("the documentation's code", () => {
       }
     }
     console.log(
-      `docs shell blocks: ${shells.length}, naming ${named} npm scripts and cairn commands (${optionsNamed} options)`,
+      `docs shell blocks and inline cairn command lines: ${shells.length}, naming ${named} npm scripts and cairn commands (${optionsNamed} options)`,
     );
     expect(named).toBeGreaterThan(10);
     expect(unknown).toEqual([]);

@@ -148,6 +148,23 @@ export function headingAnchors(text: string): Set<string> {
   return anchors;
 }
 
+/** The inline code spans of a Markdown text, outside code blocks. */
+export function inlineCode(file: string, text: string): { file: string; line: number; code: string }[] {
+  const spans: { file: string; line: number; code: string }[] = [];
+  let fence: string | undefined;
+  text.split("\n").forEach((line, index) => {
+    const open = FENCE.exec(line);
+    if (open) {
+      if (fence === undefined) fence = open[2] ?? "";
+      else if (line.trim().startsWith(fence)) fence = undefined;
+      return;
+    }
+    if (fence !== undefined) return;
+    for (const match of line.matchAll(/`([^`]+)`/g)) spans.push({ file, line: index + 1, code: match[1] ?? "" });
+  });
+  return spans;
+}
+
 /** Every code block of the documentation. */
 export function allCodeBlocks(root = repoRoot): CodeBlock[] {
   return docFiles(root).flatMap((file) => codeBlocks(file, readFileSync(join(root, file), "utf8")));
