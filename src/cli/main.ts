@@ -16,6 +16,7 @@ import { replayCommand } from "./commands/replay.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
+import { sandboxesCommand } from "./commands/sandboxes.ts";
 import { devCommand, serveCommand } from "./commands/serve.ts";
 import { showCommand } from "./commands/show.ts";
 import { signalCommand } from "./commands/signal.ts";
@@ -45,6 +46,7 @@ export const COMMANDS: readonly Command[] = [
   devCommand,
   serveCommand,
   workerCommand,
+  sandboxesCommand,
   migrateCommand,
 ];
 
