@@ -62,4 +62,19 @@ describe("SqliteBackend group commit", () => {
     expect((await b.getRun(run.id))?.state).toBe("COMPLETED");
     expect((await b.getRun(other.id))?.output).toBe(2);
   });
+
+  it("writes what is queued before the file closes", async () => {
+    const b = await open();
+    const run = await runningRun(b);
+    const saved = b.saveSteps([fullStep(run.id, 1, run.epoch)], { epoch: run.epoch, sync: true });
+    await b.close();
+    await saved;
+    const other = new SqliteBackend({ path: b.path });
+    await other.init();
+    try {
+      expect((await other.loadSteps(run.id)).map((s) => s.seq)).toEqual([1]);
+    } finally {
+      await other.close();
+    }
+  });
 });

@@ -58,9 +58,15 @@ export class CommitGroup {
     });
   }
 
+  /** Writes what is queued now, without waiting for the turn (before the connection closes). */
+  flush(): void {
+    this.#flush();
+  }
+
   #flush(): void {
     this.#scheduled = false;
     const group = this.#queue;
+    if (group.length === 0) return;
     this.#queue = [];
     const [only] = group;
     if (group.length === 1 && only) {

@@ -71,6 +71,8 @@ export class SqliteConnection {
 
   /** Closes the file (a second call does nothing). */
   close(): void {
+    // Writes queued for the next group commit are written first (their callers are waiting).
+    if (this.db.open) this.#group.flush();
     if (this.db.open) this.db.close();
     this.bell.close();
   }
