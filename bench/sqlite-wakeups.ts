@@ -77,6 +77,7 @@ async function workerRole(): Promise<void> {
     if (w.kind === "runnable") process.send?.({ kind: "heard", id: w.runId, at: now() });
   });
   process.on("message", (m: { kind: string }) => {
+    if (m.kind === "clock") process.send?.({ kind: "clock", at: now() });
     if (m.kind === "stop") void runtime.shutdown().then(() => process.exit(0));
   });
   process.send?.({ kind: "ready" });
@@ -110,15 +111,31 @@ async function measure(build: string | undefined, dir: string, label: string): P
   const worker = fork(fileURLToPath(import.meta.url), args, { execArgv: ["--import", "tsx"], stdio: "inherit" });
   const waiters = new Map<string, (at: number) => void>();
   const heard = new Map<string, number>();
+  let clockReply: ((at: number) => void) | undefined;
   const ready = new Promise<void>((r) =>
     worker.on("message", (m: { kind: string; id?: string; at?: number }) => {
       if (m.kind === "ready") r();
+      if (m.kind === "clock") clockReply?.(m.at ?? Number.NaN);
       if (m.kind === "heard" && !heard.has(m.id ?? "")) heard.set(m.id ?? "", m.at ?? Number.NaN);
       if (m.kind === "running") waiters.get(m.id ?? "")?.(m.at ?? Number.NaN);
     }),
   );
   try {
     await ready;
+    // The worker's clock minus this one's (timeOrigin differs by a few ms between processes),
+    // from the quickest of 20 round trips; subtracted from the worker's times.
+    let clock = { offset: Number.NaN, rtt: Number.POSITIVE_INFINITY };
+    for (let i = 0; i < 20; i++) {
+      const t0 = now();
+      const reply = new Promise<number>((r) => {
+        clockReply = r;
+      });
+      worker.send({ kind: "clock" });
+      const at = await reply;
+      const t1 = now();
+      if (t1 - t0 < clock.rtt) clock = { offset: at - (t0 + t1) / 2, rtt: t1 - t0 };
+    }
+    offsets.push(`${label}: ${(clock.offset * 1000).toFixed(0)} µs (rtt ${(clock.rtt * 1000).toFixed(0)} µs)`);
     const warmUp = Number(values["warm-up"]);
     const count = Number(values.signals);
     const total = 2 * (count + warmUp);
@@ -142,7 +159,11 @@ async function measure(build: string | undefined, dir: string, label: string): P
       const at = await running;
       waiters.delete(id);
       await client.waitFor(id, { timeoutMs: 30_000 });
-      const sample = { returned, heard: (heard.get(id) ?? Number.NaN) - t0, running: at - t0 };
+      const sample = {
+        returned,
+        heard: (heard.get(id) ?? Number.NaN) - clock.offset - t0,
+        running: at - clock.offset - t0,
+      };
       if (k >= warmUp) (idle ? out.idle : out.backToBack).push(sample);
     }
     return out;
@@ -152,6 +173,9 @@ async function measure(build: string | undefined, dir: string, label: string): P
     await client.shutdown();
   }
 }
+
+/** The clock offsets measured, printed under the table. */
+const offsets: string[] = [];
 
 const PARTS = {
   returned: "signal returned (client)",
@@ -196,6 +220,7 @@ if (values.role === "worker") {
     }
   }
   printGrid(["ms from the runtime.signal call", "mean", "p50", "p90", "p99", "max"], lines);
+  console.log(`\nworker clock minus this process's, subtracted: ${offsets.join("; ")}`);
   const idleP50 = quantile(
     (results[0]?.[1].idle ?? []).map((s) => s.running),
     0.5,
