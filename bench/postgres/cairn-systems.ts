@@ -132,20 +132,7 @@ export async function cairnConcurrent(
     String(steps),
   ]);
   await client.next("system");
-  const spawned = Array.from(
-    { length: workers },
-    (_, i) =>
-      new Child("worker", [
-        "--url",
-        url,
-        "--schema",
-        schema,
-        "--index",
-        String(i),
-        ...(concurrency === undefined ? [] : ["--concurrency", String(concurrency)]),
-      ]),
-  );
-  await Promise.all(spawned.map((c) => c.next("ready")));
+  const spawned = await spawnWorkers(url, schema, workers, concurrency);
   const done = new Map<number, number>();
   const recorded: number[] = [];
   let batches = 0;
@@ -197,6 +184,22 @@ export async function cairnConcurrent(
       }
     },
   };
+}
+
+/** `workers` worker processes on `schema`, at `concurrency` (the worker's default when undefined), ready. */
+async function spawnWorkers(url: string, schema: string, workers: number, concurrency: number | undefined) {
+  const args = (i: number) => [
+    "--url",
+    url,
+    "--schema",
+    schema,
+    "--index",
+    String(i),
+    ...(concurrency === undefined ? [] : ["--concurrency", String(concurrency)]),
+  ];
+  const spawned = Array.from({ length: workers }, (_, i) => new Child("worker", args(i)));
+  await Promise.all(spawned.map((c) => c.next("ready")));
+  return spawned;
 }
 
 async function countSteps(url: string, schema: string): Promise<number> {
