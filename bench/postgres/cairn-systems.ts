@@ -53,6 +53,10 @@ export interface ConcurrentSystem {
   workers: Child[];
   /** Cairn's configurations, compared with DBOS for the goal. */
   cairn?: boolean;
+  /** Cairn's worker processes. */
+  workerCount?: number;
+  /** Cairn's workers at the worker's default concurrency (not one slot per run). */
+  defaultConcurrency?: boolean;
   /** One batch: ms until the process that started the runs saw every result. */
   batch: () => Promise<{ ms: number; startedAt: number }>;
   /** What the table's note says of it, once every batch ran. */
@@ -112,6 +116,7 @@ export async function cairnConcurrent(
   runs: number,
   steps: number,
   warmUpBatches: number,
+  concurrency: number | undefined,
 ): Promise<ConcurrentSystem> {
   // The client first: its Runtime applies the migrations before the workers start.
   const client = new Child("system", [
@@ -127,12 +132,7 @@ export async function cairnConcurrent(
     String(steps),
   ]);
   await client.next("system");
-  const spawned = Array.from(
-    { length: workers },
-    (_, i) =>
-      new Child("worker", ["--url", url, "--schema", schema, "--index", String(i), "--concurrency", String(runs)]),
-  );
-  await Promise.all(spawned.map((c) => c.next("ready")));
+  const spawned = await spawnWorkers(url, schema, workers, concurrency);
   const done = new Map<number, number>();
   const recorded: number[] = [];
   let batches = 0;
@@ -161,7 +161,9 @@ export async function cairnConcurrent(
     return { ms, startedAt };
   };
   return {
-    name: `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}`,
+    name: `cairn "machine", ${workers} worker process${workers === 1 ? "" : "es"}, concurrency ${concurrency ?? "default"}`,
+    workerCount: workers,
+    defaultConcurrency: concurrency === undefined,
     database: databaseOf(url),
     client,
     workers: spawned,
@@ -182,6 +184,22 @@ export async function cairnConcurrent(
       }
     },
   };
+}
+
+/** `workers` worker processes on `schema`, at `concurrency` (the worker's default when undefined), ready. */
+async function spawnWorkers(url: string, schema: string, workers: number, concurrency: number | undefined) {
+  const args = (i: number) => [
+    "--url",
+    url,
+    "--schema",
+    schema,
+    "--index",
+    String(i),
+    ...(concurrency === undefined ? [] : ["--concurrency", String(concurrency)]),
+  ];
+  const spawned = Array.from({ length: workers }, (_, i) => new Child("worker", args(i)));
+  await Promise.all(spawned.map((c) => c.next("ready")));
+  return spawned;
 }
 
 async function countSteps(url: string, schema: string): Promise<number> {

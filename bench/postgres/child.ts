@@ -1,4 +1,4 @@
-import { type ChildProcess, execFileSync, fork } from "node:child_process";
+import { type ChildProcess, fork } from "node:child_process";
 import { fileURLToPath } from "node:url";
 import { now, type ToChild, type ToParent } from "./ipc.ts";
 import { POOL } from "./options.ts";
@@ -7,23 +7,14 @@ import { POOL } from "./options.ts";
 const ENTRY = fileURLToPath(new URL("../postgres.ts", import.meta.url));
 
 /**
- * The V8 flags of every child process, whatever system it runs. The batches of the systems are
- * interleaved, so each process idles for seconds between two of its batches while the others run;
- * after about 8 s of little allocation, V8's memory reducer shrinks the heap and the young
- * generation, and the process's next batch pays for growing them back, in scavenges every few
- * milliseconds. A process under steady load never meets that, so the bench turns the reducer off
- * for all of them alike. Measured on this 2-core VM (2026-12-01, two full runs each way): a Cairn
- * worker spent 71–83 ms of CPU in a median batch with it and 47–53 ms without, and its batch took
- * 110–119 rather than 93–97 ms; DBOS's 900–1,000 ms batches did not move.
+ * The node arguments of every child process beyond `--import tsx`: none but what
+ * CAIRN_BENCH_CHILD_NODE_ARGS asks for (to profile, say), printed in the report's header. No V8
+ * flag is set for any system: every process runs as node runs it by default, as it is deployed.
+ * (Until issue 26 the children ran with V8's memory reducer off, which no deployment does.)
  */
-export function childV8Flags(): string[] {
-  // Asked of this node once, in the process that starts the children.
-  childFlags ??= execFileSync(process.execPath, ["--v8-options"], { encoding: "utf8" }).includes("--memory-reducer ")
-    ? ["--no-memory-reducer"]
-    : [];
-  return childFlags;
+export function childNodeArgs(): string[] {
+  return process.env.CAIRN_BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? [];
 }
-let childFlags: string[] | undefined;
 
 /** A child process of the bench in another role, and the messages it sends. */
 export class Child {
@@ -34,12 +25,7 @@ export class Child {
   constructor(role: string, args: string[]) {
     this.process = fork(ENTRY, ["--role", role, "--pool", String(POOL), ...args], {
       // e.g. CAIRN_BENCH_CHILD_NODE_ARGS="--cpu-prof --cpu-prof-dir=/tmp/prof" to profile the workers.
-      execArgv: [
-        "--import",
-        "tsx",
-        ...childV8Flags(),
-        ...(process.env.CAIRN_BENCH_CHILD_NODE_ARGS?.split(" ").filter(Boolean) ?? []),
-      ],
+      execArgv: ["--import", "tsx", ...childNodeArgs()],
       stdio: ["ignore", "inherit", "inherit", "ipc"],
     });
     this.process.on("message", (m: ToParent) => {

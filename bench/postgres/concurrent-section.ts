@@ -1,6 +1,6 @@
 import { batchOf, type ConcurrentSystem, cairnConcurrent } from "./cairn-systems.ts";
 import { Child } from "./child.ts";
-import { fmt, int, median, printTable } from "./figures.ts";
+import { fmt, int, mean, median, printTable } from "./figures.ts";
 import { POOL } from "./options.ts";
 import type { PeerUrls } from "./peers.ts";
 import type { SystemName } from "./roles.ts";
@@ -60,9 +60,14 @@ async function concurrentSystems(
       "DBOS.startWorkflow ×50, then getResult ×50; system database pool 10 (DBOS's default)",
     );
   }
-  for (const workers of WORKERS) {
-    process.stderr.write(`2. concurrent: starting cairn with ${workers} worker process(es)\n`);
-    systemsConc.push(await cairnConcurrent(cairnUrl, `conc_w${workers}`, workers, RUNS, RUN_STEPS, WARM_UP_BATCHES));
+  // Every worker count at the worker's default concurrency (what the goal is judged on, with one
+  // worker), then at one slot per run.
+  for (const concurrency of [undefined, RUNS]) {
+    for (const workers of WORKERS) {
+      process.stderr.write(`2. concurrent: starting cairn with ${workers} worker process(es)\n`);
+      const schema = `conc_w${workers}_c${concurrency ?? "default"}`;
+      systemsConc.push(await cairnConcurrent(cairnUrl, schema, workers, RUNS, RUN_STEPS, WARM_UP_BATCHES, concurrency));
+    }
   }
   if (peerUrls) {
     for (const durability of ["sync", "async"] as const) {
@@ -104,7 +109,7 @@ async function measureBatches(
 }
 
 function printConcurrent(
-  { RUNS, RUN_STEPS, WORKERS, BATCHES, WARM_UP_BATCHES }: Settings,
+  { RUNS, RUN_STEPS, BATCHES, WARM_UP_BATCHES }: Settings,
   systemsConc: ConcurrentSystem[],
   measured: Measured,
   peerUrls: PeerUrls | undefined,
@@ -114,16 +119,17 @@ function printConcurrent(
   const stepsPerS = (ms: number) => (RUNS * RUN_STEPS) / (ms / 1000);
   const dbosMs = peerUrls ? measured.get(systemsConc[0] as ConcurrentSystem)?.ms : undefined;
   const dbosStepsPerS = dbosMs ? stepsPerS(median(dbosMs)) : Number.NaN;
-  const cairnStepsPerS: number[] = [];
+  let judged: { name: string; rate: number } | undefined;
   for (const system of systemsConc) {
     const { ms, cpu } = measured.get(system) as { ms: number[]; cpu: BatchCpu[] };
     const rate = stepsPerS(median(ms));
-    if (system.cairn) cairnStepsPerS.push(rate);
+    if (system.cairn && system.defaultConcurrency && system.workerCount === 1) judged = { name: system.name, rate };
     conc.push([
       system.name,
       fmt(median(ms)),
       int(RUNS / (median(ms) / 1000)),
       int(rate),
+      int(mean(ms.map(stepsPerS))),
       `${int(stepsPerS(Math.max(...ms)))}–${int(stepsPerS(Math.min(...ms)))}`,
       Number.isNaN(dbosStepsPerS) ? "1.0" : (rate / dbosStepsPerS).toFixed(1),
       cpuCell(cpu, system.workers.length > 0),
@@ -134,11 +140,16 @@ function printConcurrent(
     `2. Concurrent: ${RUNS} runs × ${RUN_STEPS} steps started together; ${BATCHES} measured batches of each system after` +
       ` ${WARM_UP_BATCHES} warm-up batches, interleaved (each system's first batch, then each one's second, …); median batch`,
   );
-  printTable(["", "ms", "runs/s", "steps/s", "steps/s range", "× DBOS", "CPU in the batch (median)"], conc);
+  printTable(
+    ["", "ms", "runs/s", "steps/s", "steps/s mean", "steps/s range", "× DBOS", "CPU in the batch (median)"],
+    conc,
+  );
   console.log(
-    "   ms: from starting the first run to the last result seen by the process that started them (median batch).\n" +
+    "   ms: from starting the first run to the last result seen by the process that started them (median batch);\n" +
+      "   runs/s, steps/s and × DBOS of the median batch; steps/s mean: the mean over the batches of each one's steps/s.\n" +
       `   cairn: a client-only Runtime in a process of its own (runtime.run ×${RUNS}, then runtime.waitFor ×${RUNS}); the runs are\n` +
-      `   claimed and driven by child worker processes (Runtime with a worker, concurrency ${RUNS}, pool ${POOL} each).\n` +
+      `   claimed and driven by child worker processes (Runtime with a worker, pool ${POOL} each), at the worker's default\n` +
+      `   concurrency and at concurrency ${RUNS} (one slot per run).\n` +
       "   What the runs of one process ask for in the same turn of the event loop shares a statement: the client's\n" +
       "   creations, each worker's claims, its RUNNING and ending transitions, and its step writes (one fenced journal\n" +
       "   insert and one commit per round of steps of all its runs; a run's last results ride with its COMPLETED).\n" +
@@ -147,12 +158,14 @@ function printConcurrent(
       "   (every process on the machine, the PostgreSQL server and anything else running, included).",
   );
   for (const note of concNotes) console.log(note);
-  if (!Number.isNaN(dbosStepsPerS)) {
-    const best = Math.max(...cairnStepsPerS);
-    const times = best / dbosStepsPerS;
+  if (!Number.isNaN(dbosStepsPerS) && judged) {
+    const times = judged.rate / dbosStepsPerS;
     console.log(
-      `   goal: cairn at least 10x DBOS: ${times >= 10 ? "met" : "MISSED"} (${times.toFixed(1)}x with the best worker count; ${cairnStepsPerS.map((v) => (v / dbosStepsPerS).toFixed(1)).join(" / ")} with ${WORKERS.join(" / ")})`,
+      `   goal: cairn at least 10x DBOS, judged on the median batch of ${judged.name} (the default deployment):` +
+        ` ${times.toFixed(1)}x${times >= 10 ? " (met)" : " MISSED"}; every worker count is in the table above`,
     );
+  } else if (!Number.isNaN(dbosStepsPerS)) {
+    console.log("   goal: cairn at least 10x DBOS: not judged (it is judged with 1 worker process: --workers 1,…)");
   }
   console.log();
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { cpus, loadavg } from "node:os";
 import pg from "pg";
-import { children, childV8Flags } from "./child.ts";
+import { childNodeArgs, children } from "./child.ts";
 import { concurrentSection } from "./concurrent-section.ts";
 import { SERVER_URL, values } from "./options.ts";
 import { loadPeers, type PeerUrls } from "./peers.ts";
@@ -97,9 +97,9 @@ function printHeader({ settings: server, prefix }: Server): void {
       ` max_connections=${server.maxConnections}`,
   );
   console.log(
-    childV8Flags().length > 0
-      ? `child processes (every system's): node ${childV8Flags().join(" ")}, so that a process idle between its interleaved batches is not shrunk by V8's memory reducer`
-      : "child processes: this V8 has no memory reducer flag; each process idle between its interleaved batches may be shrunk by it",
+    childNodeArgs().length > 0
+      ? `child processes (every system's): node ${childNodeArgs().join(" ")} (CAIRN_BENCH_CHILD_NODE_ARGS)`
+      : "child processes (every system's): node's defaults, no V8 flags",
   );
   console.log(`databases: ${prefix}_* (created now, dropped at the end)\n`);
 }

@@ -22,6 +22,7 @@ export const { values } = parseArgs({
     batches: { type: "string", default: "10" },
     "warm-up-batches": { type: "string", default: "5" },
     signals: { type: "string", default: "200" },
+    "signal-gap": { type: "string", default: "200" },
     "skip-peers": { type: "boolean", default: false },
     system: { type: "string" },
   },

@@ -12,6 +12,8 @@ export interface Settings {
   WARM_UP_BATCHES: number;
   SIGNALS: number;
   SIGNAL_WARM_UP: number;
+  /** ms the worker sits idle before each signal of the second series. */
+  SIGNAL_GAP: number;
 }
 
 export function settingsOf(): Settings {
@@ -25,5 +27,18 @@ export function settingsOf(): Settings {
   const WARM_UP_BATCHES = Number(values["warm-up-batches"]);
   const SIGNALS = Number(values.signals);
   const SIGNAL_WARM_UP = 20;
-  return { STEPS, ROUNDS, WARM_UP, RUNS, RUN_STEPS, WORKERS, BATCHES, WARM_UP_BATCHES, SIGNALS, SIGNAL_WARM_UP };
+  const SIGNAL_GAP = Number(values["signal-gap"]);
+  return {
+    STEPS,
+    ROUNDS,
+    WARM_UP,
+    RUNS,
+    RUN_STEPS,
+    WORKERS,
+    BATCHES,
+    WARM_UP_BATCHES,
+    SIGNALS,
+    SIGNAL_WARM_UP,
+    SIGNAL_GAP,
+  };
 }

@@ -14,12 +14,16 @@ export interface SignalFigures {
   clock: { offset: number; rtt: number };
 }
 
-/** Parks runs in a worker process, signals them one at a time from this process. */
+/** Lets the worker sit idle `gapMs` before a signal (0: back-to-back). */
+const idle = (gapMs: number) => (gapMs > 0 ? new Promise((r) => setTimeout(r, gapMs)) : undefined);
+
+/** Parks runs in a worker process, signals them one at a time from this process, `gapMs` apart. */
 export async function cairnSignalLatency(
   url: string,
   schema: string,
   count: number,
   warmUp: number,
+  gapMs: number,
 ): Promise<SignalFigures> {
   const client = await clientRuntime(url, schema);
   const worker = new Child("worker", ["--url", url, "--schema", schema]);
@@ -41,6 +45,7 @@ export async function cairnSignalLatency(
       const completed = worker
         .next("completed", (m) => m.runs.some((r) => r.id === id))
         .then((m) => m.runs.find((r) => r.id === id) as { id: string; at: number });
+      await idle(gapMs);
       const t0 = now();
       await client.signal(id, "go", { ok: true });
       const returned = now();
@@ -59,7 +64,7 @@ export async function cairnSignalLatency(
 }
 
 /** Workflows in `DBOS.recv` in this process, `DBOSClient.send` from a child process. */
-export async function dbosSignalLatency(dbos: DbosPeer, count: number, warmUp: number) {
+export async function dbosSignalLatency(dbos: DbosPeer, count: number, warmUp: number, gapMs: number) {
   const sender = new Child("dbos-sender", ["--url", dbos.url]);
   try {
     await sender.next("ready");
@@ -71,6 +76,7 @@ export async function dbosSignalLatency(dbos: DbosPeer, count: number, warmUp: n
     for (const [n, id] of ids.entries()) {
       const got = dbos.received(id);
       const sent = sender.next("sent", (m) => m.id === id);
+      await idle(gapMs);
       sender.send({ kind: "send", id });
       const [at, s] = await Promise.all([got, sent]);
       if (n < warmUp) continue;

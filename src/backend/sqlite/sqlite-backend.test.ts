@@ -39,6 +39,7 @@ function removeDatabase(path: string): void {
 runBackendConformance("sqlite (file)", () => new SqliteBackend({ path: tempPath() }), {
   cleanup: async (backend) => removeDatabase(backend.path),
   transitionFeed: true,
+  wakeUps: true,
 });
 runBackendConformance(
   "sqlite (file, process durability)",
@@ -46,9 +47,13 @@ runBackendConformance(
   {
     cleanup: async (backend) => removeDatabase(backend.path),
     transitionFeed: true,
+    wakeUps: true,
   },
 );
-runBackendConformance("sqlite (:memory:)", () => new SqliteBackend({ path: ":memory:" }), { transitionFeed: true });
+runBackendConformance("sqlite (:memory:)", () => new SqliteBackend({ path: ":memory:" }), {
+  transitionFeed: true,
+  wakeUps: true,
+});
 
 describe("SqliteBackend", () => {
   const opened: SqliteBackend[] = [];

@@ -16,6 +16,7 @@ import type { StopRunRequest } from "../contract/stop-store.ts";
 import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/transition-feed.ts";
 import type { TransitionRequest } from "../contract/transition-store.ts";
 import type { ResolveWaitRequest, ResolveWaitResult, SuspendRequest, SuspendResult } from "../contract/wait-store.ts";
+import type { Wake } from "../contract/wake-ups.ts";
 import { inlineLimit } from "../rows/blob-payloads.ts";
 import { SqliteConnection } from "./sqlite-connection.ts";
 import { toStorageError } from "./sqlite-errors.ts";
@@ -30,6 +31,7 @@ import { prepareStatements } from "./sqlite-statements.ts";
 import { SqliteStops } from "./sqlite-stops.ts";
 import { SqliteTransitions } from "./sqlite-transitions.ts";
 import { SqliteWaits } from "./sqlite-waits.ts";
+import { SqliteWakeUps } from "./sqlite-wake-ups.ts";
 
 export type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
 
@@ -45,6 +47,7 @@ interface SqliteParts {
   readonly stops: SqliteStops;
   readonly feed: SqliteFeed;
   readonly forks: SqliteForks;
+  readonly wakeUps: SqliteWakeUps;
 }
 
 /**
@@ -99,6 +102,7 @@ export class SqliteBackend implements RuntimeBackend {
         stops: new SqliteStops(connection, s),
         feed: new SqliteFeed(connection, s),
         forks: new SqliteForks(connection, s, this.inlineLimitBytes),
+        wakeUps: new SqliteWakeUps(connection.db, connection.bell),
       };
     } catch (error) {
       connection.close();
@@ -109,6 +113,7 @@ export class SqliteBackend implements RuntimeBackend {
   async close(): Promise<void> {
     const parts = this.#parts;
     this.#parts = undefined;
+    parts?.wakeUps.close();
     parts?.connection.close();
   }
 
@@ -165,7 +170,7 @@ export class SqliteBackend implements RuntimeBackend {
   }
 
   async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
-    this.#open().journal.saveSteps(steps, options);
+    await this.#open().journal.saveSteps(steps, options);
   }
 
   async loadSteps(runId: string): Promise<StepRecord[]> {
@@ -210,6 +215,17 @@ export class SqliteBackend implements RuntimeBackend {
 
   async listStopRequested(workerId: string): Promise<string[]> {
     return this.#open().stops.listStopRequested(workerId);
+  }
+
+  /**
+   * Wake-ups across processes on this file (see `WakeUps`): a write that makes a run runnable,
+   * ends it or asks for a stop rings the file's doorbell (`<path>-wake`) after its commit; each
+   * subscribed process watches it and reads what changed from the database. Workers then poll only
+   * as a fallback.
+   */
+  async subscribe(listener: (wake: Wake) => void): Promise<() => Promise<void>> {
+    const unsubscribe = this.#open().wakeUps.subscribe(listener);
+    return async () => unsubscribe();
   }
 
   async listTransitionsSince(request: TransitionFeedRequest): Promise<TransitionFeedPage> {

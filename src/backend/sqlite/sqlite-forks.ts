@@ -18,7 +18,7 @@ export class SqliteForks {
 
   constructor(connection: SqliteConnection, s: Statements, inlineLimitBytes: number) {
     this.#c = connection;
-    const file = connection.path;
+    const file = connection;
     this.#fork = connection.db.transaction((request: ForkRunRequest): ForkRunResult => {
       const planned = planFork(getRun(s, request.forkedFrom.runId), request);
       insertNewRun(s, planned.run, file);

@@ -26,10 +26,11 @@ export class SqliteJournal {
     );
   }
 
-  saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): void {
+  /** In the next group commit (`SqliteConnection.group`), with the other writes of its turn. */
+  async saveSteps(steps: readonly StepRecord[], options: { epoch: number; sync: boolean }): Promise<void> {
     if (steps.length === 0) return;
     const s = this.#s;
-    this.#c.write(options.sync, "saveSteps", () => {
+    await this.#c.group(options.sync, "saveSteps", () => {
       const encoded = steps.map((step) => ({ step, encoded: encodeStep(step, this.#inlineLimitBytes) }));
       const [only] = encoded;
       // One step without blobs: fence and upsert are one statement, so one transaction without

@@ -9,7 +9,9 @@ export interface SqliteBackendOptions {
    * What a committed checkpoint survives. `"machine"`: a power loss or kernel crash, because
    * every completed step, transition and new run, and every write of waits, signals and stops is
    * fsynced (`synchronous=FULL`); start records, heartbeats, claims and lease renewals ride on
-   * cheaper commits that a later fsync covers (a claim is always followed by a transition). `"process"`: a crash of the process only; nothing
+   * cheaper commits that a later fsync covers (a claim is always followed by a transition). The
+   * steps, transitions and new runs of all the runs of one process in one turn of the event loop
+   * share one transaction and one fsync (group commit). `"process"`: a crash of the process only; nothing
    * is fsynced on commit (`synchronous=NORMAL` throughout), which is several times faster.
    * @default "machine"
    */

@@ -15,25 +15,35 @@ import type { Statements } from "./sqlite-statements.ts";
  * {@link Plan} it returns with {@link applyPlan}, exactly as `InMemoryBackend` does.
  */
 
+/** Where a plan is written: the file (named in errors), told when the plan wakes a run. */
+export interface PlanTarget {
+  readonly path: string;
+  /** The plan has wake-ups: the connection rings the file's bell after the commit. */
+  noteWakes(): void;
+}
+
 /**
  * Writes a plan inside the caller's transaction, in an order the constraints accept: changed
  * runs (a run that was continued leaves the key index before its successor enters it), new runs,
  * transitions, waits, then signals (a signal stored already keeps its arrival order).
  */
-export function applyPlan(s: Statements, plan: Plan, file: string): void {
+export function applyPlan(s: Statements, plan: Plan, file: PlanTarget): void {
   for (const run of plan.runs.values()) s.updateRun.run(...runValues(run).slice(1), run.id);
   for (const run of plan.created) insertNewRun(s, run, file);
   for (const t of plan.transitions) s.insertTransition.run(...transitionParams(t));
   for (const w of plan.waits) s.upsertWait.run(...waitValues(w));
   for (const signal of plan.signals) s.upsertSignal.run(...signalValues(signal));
+  if (plan.wakes.length > 0) file.noteWakes();
 }
 
 /** Inserts a new run, refusing an id that is taken. */
-export function insertNewRun(s: Statements, run: RunRecord, file: string): void {
+export function insertNewRun(s: Statements, run: RunRecord, file: PlanTarget): void {
   if (s.runExists.get(run.id)) {
-    throw new InvalidInputError(`run id "${run.id}" already exists in "${file}"; run ids must be unique`);
+    throw new InvalidInputError(`run id "${run.id}" already exists in "${file.path}"; run ids must be unique`);
   }
   s.insertRun.run(...runValues(run));
+  // A new run is runnable.
+  file.noteWakes();
 }
 
 /** The run with this id, as stored now. */

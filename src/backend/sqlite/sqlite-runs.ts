@@ -22,7 +22,7 @@ export class SqliteRuns {
   constructor(connection: SqliteConnection, s: Statements) {
     this.#c = connection;
     this.#s = s;
-    const file = connection.path;
+    const file = connection;
     this.#create = connection.db.transaction((input: CreateRunInput): CreateRunResult => {
       if (input.key !== null) {
         const row = s.getRunByKey.get(input.agent, input.workflow, input.key);
@@ -40,8 +40,9 @@ export class SqliteRuns {
     });
   }
 
-  createRun(input: CreateRunInput): CreateRunResult {
-    return this.#c.write(true, "createRun", () => this.#create.immediate(input));
+  /** In the next group commit (`SqliteConnection.group`), with the other writes of its turn. */
+  createRun(input: CreateRunInput): Promise<CreateRunResult> {
+    return this.#c.group(true, "createRun", () => this.#create.immediate(input));
   }
 
   getRun(runId: string): RunRecord | undefined {

@@ -19,7 +19,7 @@ export class SqliteSignals {
   constructor(connection: SqliteConnection, s: Statements) {
     this.#c = connection;
     this.#s = s;
-    const file = connection.path;
+    const file = connection;
     this.#deliver = connection.db.transaction((request: SignalRequest): SignalResult => {
       const run = getRun(s, request.runId);
       const existing = s.getSignal.get(request.runId, request.messageId);

@@ -17,7 +17,7 @@ export class SqliteStops {
   constructor(connection: SqliteConnection, s: Statements) {
     this.#c = connection;
     this.#s = s;
-    const file = connection.path;
+    const file = connection;
     this.#requestStop = connection.db.transaction((request: StopRunRequest) => {
       const run = getRun(s, request.runId);
       const plan = planStop({ run, request });

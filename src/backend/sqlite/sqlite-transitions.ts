@@ -25,7 +25,7 @@ export class SqliteTransitions {
   constructor(connection: SqliteConnection, s: Statements, inlineLimitBytes: number) {
     this.#c = connection;
     this.#s = s;
-    const file = connection.path;
+    const file = connection;
     this.#transition = connection.db.transaction((request: TransitionRequest) => {
       const run = getRun(s, request.runId);
       const end = run && hasEnded(request.to) ? endContext(s, run) : undefined;
@@ -40,8 +40,9 @@ export class SqliteTransitions {
     });
   }
 
-  transition(request: TransitionRequest): { run: RunRecord; transition: TransitionRecord } {
-    return this.#c.write(true, "transition", () => this.#transition.immediate(request));
+  /** In the next group commit (`SqliteConnection.group`), with the other writes of its turn. */
+  transition(request: TransitionRequest): Promise<{ run: RunRecord; transition: TransitionRecord }> {
+    return this.#c.group(true, "transition", () => this.#transition.immediate(request));
   }
 
   listTransitions(runId: string): TransitionRecord[] {

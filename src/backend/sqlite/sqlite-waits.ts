@@ -7,7 +7,7 @@ import { rowToWait } from "../rows/wait-rows.ts";
 import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 import type { SqliteConnection } from "./sqlite-connection.ts";
-import { applyPlan, getRun } from "./sqlite-plans.ts";
+import { applyPlan, getRun, type PlanTarget } from "./sqlite-plans.ts";
 import type { Statements } from "./sqlite-statements.ts";
 
 type Tx<F extends (...args: never[]) => unknown> = Database.Transaction<F>;
@@ -28,7 +28,8 @@ export class SqliteWaits {
   constructor(connection: SqliteConnection, s: Statements) {
     this.#c = connection;
     this.#s = s;
-    const { db, path: file } = connection;
+    const { db } = connection;
+    const file = connection;
     this.#suspend = db.transaction((request: SuspendRequest) => suspendIn(s, file, request));
     this.#resolveWait = db.transaction((request: ResolveWaitRequest): ResolveWaitResult => {
       const wait = s.getWait.get(request.runId, request.waitId);
@@ -44,8 +45,9 @@ export class SqliteWaits {
     this.#sweep = db.transaction((runIds: readonly string[], now: number) => sweepIn(s, file, runIds, now));
   }
 
-  suspend(request: SuspendRequest): SuspendResult {
-    return this.#c.write(true, "suspend", () => this.#suspend.immediate(request));
+  /** In the next group commit (`SqliteConnection.group`), with the other writes of its turn. */
+  suspend(request: SuspendRequest): Promise<SuspendResult> {
+    return this.#c.group(true, "suspend", () => this.#suspend.immediate(request));
   }
 
   loadWaits(runId: string): WaitRecord[] {
@@ -90,7 +92,7 @@ export class SqliteWaits {
 }
 
 /** `suspend`, inside the write transaction. */
-function suspendIn(s: Statements, file: string, request: SuspendRequest): SuspendResult {
+function suspendIn(s: Statements, file: PlanTarget, request: SuspendRequest): SuspendResult {
   const run = getRun(s, request.runId);
   if (!run) throw new LeaseLostError(`run ${request.runId} does not exist`);
   const stored = s.listWaits.all(run.id).map(rowToWait);
@@ -111,7 +113,7 @@ function suspendIn(s: Statements, file: string, request: SuspendRequest): Suspen
 }
 
 /** `fireDueWaits`, inside the write transaction. */
-function fireDueIn(s: Statements, file: string, now: number, limit: number): WaitRecord[] {
+function fireDueIn(s: Statements, file: PlanTarget, now: number, limit: number): WaitRecord[] {
   const byRun = new Map<string, WaitRecord[]>();
   for (const row of s.dueWaits.all(now, limit)) {
     const wait = rowToWait(row);
@@ -129,7 +131,7 @@ function fireDueIn(s: Statements, file: string, now: number, limit: number): Wai
 }
 
 /** The sweep of child waits, inside the write transaction. */
-function sweepIn(s: Statements, file: string, runIds: readonly string[], now: number): WaitRecord[] {
+function sweepIn(s: Statements, file: PlanTarget, runIds: readonly string[], now: number): WaitRecord[] {
   const resolved: WaitRecord[] = [];
   for (const runId of runIds) {
     // Read again under the write lock: the candidates were read before it.
