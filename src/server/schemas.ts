@@ -143,7 +143,7 @@ export const StepSchema = z
   .object({
     runId: z.string(),
     seq: z.number().int(),
-    kind: z.enum(["tool", "domain", "llm", "value", "wait", "child", "marker"]),
+    kind: z.enum(["tool", "domain", "llm", "value", "wait", "child", "marker", "sandbox"]),
     name: z.string(),
     status: z.enum(["started", "completed", "failed"]),
     argsDigest: z.string(),
