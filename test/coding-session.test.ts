@@ -8,18 +8,21 @@ import { scriptedCoder } from "../examples/coding-session/scripted-coder.ts";
 import { codingSessionAgent, type SessionOutput } from "../examples/coding-session/session.ts";
 import { TranscriptStore } from "../examples/coding-session/transcript-store.ts";
 import { Runtime, ScriptedModel, type StepRecord, silentLogger } from "../src/index.ts";
-import type { SandboxProvider } from "../src/sandbox.ts";
+import type { DirectorySandbox, SandboxProvider } from "../src/sandbox.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { approvePullRequest, isTestRun, say, untilStepRuns } from "./coding-session/driver.ts";
 import {
   deleteBehindItsBack,
+  freezeBehindItsBack,
   makeRoot,
   makeWorld,
   processesUnder,
   provider,
   sandboxKind,
+  sandboxPids,
   type World,
 } from "./coding-session/fixture.ts";
+import { until } from "./helpers/runtime-helpers.ts";
 
 /**
  * The ten-step coding session (examples/coding-session) end to end, in real sandboxes (bubblewrap
@@ -155,65 +158,76 @@ describe("examples/coding-session", { timeout: 120_000 }, () => {
     await expectNothingLeft(w, sandboxes);
   });
 
-  it("the deletion experiment: the sandbox deleted mid-turn is rebuilt from the last push", async () => {
-    // The integration suite takes about 3 s, printing as it goes: long enough to delete mid-turn.
-    const w = await world("deletion", { slowTestSeconds: 3 });
-    const heartbeatTimeoutMs = 5_000;
-    const { agent, runtime, sandboxes } = session(w, { heartbeatTimeoutMs });
-    const input = { session: "deleted", request: "Add a titleCase function with a test" };
-    const run = await runtime.run(agent, "session", input, { key: "deleted" });
-    await say(runtime, run.id, "m2", { text: "Now add truncate(text, max) too" });
-    const steps = async () => (await runtime.history(run.id)).steps;
-    const firstTests = (await steps()).find(isTestRun) as StepRecord;
-    // Turn 2's test run is going: the sandbox is deleted under it.
-    const running = await untilStepRuns(steps, (s) => isTestRun(s) && s.seq > firstTests.seq);
-    const before = await sandboxes.find(`${run.id}/workspace`);
-    const lostId = before?.info.id as string;
-    const workspace = (before as unknown as { hostWorkspace: string }).hostWorkspace;
-    const killed = deleteBehindItsBack(workspace);
-    const deletedAt = Date.now();
-    expect(killed.length).toBeGreaterThan(0);
+  // killed: the machine shut down (its processes killed, its folder removed): the command ends and
+  // its sandbox is gone. frozen: the machine went silent (its processes stopped, its folder
+  // removed): nothing ends, and only the missed heartbeat can tell.
+  it.each(["killed", "frozen"] as const)(
+    "the deletion experiment (%s): the sandbox deleted mid-turn is rebuilt from the last push",
+    async (how) => {
+      // The integration suite takes about 3 s, printing as it goes: long enough to delete mid-turn.
+      const w = await world(`deletion-${how}`, { slowTestSeconds: 3 });
+      const heartbeatTimeoutMs = 5_000;
+      const { agent, runtime, sandboxes } = session(w, { heartbeatTimeoutMs });
+      const input = { session: "deleted", request: "Add a titleCase function with a test" };
+      const run = await runtime.run(agent, "session", input, { key: `deleted-${how}` });
+      await say(runtime, run.id, "m2", { text: "Now add truncate(text, max) too" });
+      const steps = async () => (await runtime.history(run.id)).steps;
+      const firstTests = (await steps()).find(isTestRun) as StepRecord;
+      // Turn 2's test run is going: the sandbox is deleted under it.
+      const running = await untilStepRuns(steps, (s) => isTestRun(s) && s.seq > firstTests.seq);
+      const before = await sandboxes.find(`${run.id}/workspace`);
+      const lostId = before?.info.id as string;
+      const workspace = (before as unknown as { hostWorkspace: string }).hostWorkspace;
+      // The step's start is recorded before its command starts: wait for the command's processes.
+      await until(() => sandboxPids(workspace).length > 0, { timeoutMs: 20_000, what: "the tests' processes" });
+      const killed = (how === "killed" ? deleteBehindItsBack : freezeBehindItsBack)(workspace);
+      const deletedAt = Date.now();
+      expect(killed.length).toBeGreaterThan(0);
 
-    await say(runtime, run.id, "m3", { action: "open_pull_request" });
-    await approvePullRequest(runtime, run.id);
-    const done = await runtime.waitFor(run.id, { timeoutMs: 60_000 });
-    expect(done.state, JSON.stringify(done.error)).toBe("COMPLETED");
-    const output = done.output as unknown as SessionOutput;
-    expect(output).toMatchObject({ ended: "pull_request", turns: 2, rebuilds: 1 });
-    expect(w.forge.pulls()).toHaveLength(1);
+      await say(runtime, run.id, "m3", { action: "open_pull_request" });
+      await approvePullRequest(runtime, run.id);
+      const done = await runtime.waitFor(run.id, { timeoutMs: 60_000 });
+      expect(done.state, JSON.stringify(done.error)).toBe("COMPLETED");
+      const output = done.output as unknown as SessionOutput;
+      expect(output).toMatchObject({ ended: "pull_request", turns: 2, rebuilds: 1 });
+      expect(w.forge.pulls()).toHaveLength(1);
 
-    // The command under which the sandbox vanished failed as lost, well before its 2 h limit.
-    const history = await runtime.history(run.id);
-    const lost = history.steps.find((s) => s.seq === running.seq) as StepRecord;
-    expect(lost.status).toBe("failed");
-    expect(lost.attempts[0]?.error?.code).toBe("SANDBOX_LOST");
-    const detectedAfterMs = (lost.attempts[0]?.endedAt ?? 0) - deletedAt;
-    console.log(`deletion experiment (${kind}): loss detected ${detectedAfterMs} ms after the deletion`);
-    // Then a new sandbox, filled from the last pushed commit, and turn 2 again from its start.
-    const after = history.steps.filter((s) => s.seq > running.seq);
-    expect(sandboxSteps(after).slice(0, 2)).toEqual(["sandbox:workspace", "exec:workspace"]);
-    const rebuild = after.find((s) => s.name === "exec:workspace") as StepRecord;
-    const turn1 = history.steps.filter((s) => s.name === "checkpoint")[0]?.result as { sha: string };
-    expect((rebuild.args as { command: string }).command).toContain(`'${turn1.sha}'`);
-    const rebuilt = after.find((s) => s.name === "sandbox:workspace")?.result as { id: string };
-    expect(rebuilt.id).not.toBe(lostId);
-    const retried = after.find((s) => s.kind === "llm") as StepRecord;
-    const retriedMessages = (retried.args as { messages: { role: string; content: string }[] }).messages;
-    expect(retriedMessages.at(-1)?.content).toContain(`rebuilt from ${turn1.sha}`);
+      // The command under which the sandbox vanished failed as lost, well before its 2 h limit.
+      const history = await runtime.history(run.id);
+      const lost = history.steps.find((s) => s.seq === running.seq) as StepRecord;
+      expect(lost.status).toBe("failed");
+      expect(lost.attempts.map((a) => a.error?.code)).toEqual(["SANDBOX_LOST", "SANDBOX_LOST"]);
+      expect(lost.attempts[0]?.error?.message).toMatch(
+        how === "killed" ? /was killed .* gone/ : /no heartbeat for 5000 ms/,
+      );
+      const detectedAfterMs = (lost.attempts[0]?.endedAt ?? 0) - deletedAt;
+      console.log(`deletion experiment (${kind}, ${how}): loss detected ${detectedAfterMs} ms after the deletion`);
+      // Then a new sandbox, filled from the last pushed commit, and turn 2 again from its start.
+      const after = history.steps.filter((s) => s.seq > running.seq);
+      expect(sandboxSteps(after).slice(0, 2)).toEqual(["sandbox:workspace", "exec:workspace"]);
+      const rebuild = after.find((s) => s.name === "exec:workspace") as StepRecord;
+      const turn1 = history.steps.filter((s) => s.name === "checkpoint")[0]?.result as { sha: string };
+      expect((rebuild.args as { command: string }).command).toContain(`'${turn1.sha}'`);
+      const rebuilt = after.find((s) => s.name === "sandbox:workspace")?.result as { id: string };
+      expect(rebuilt.id).not.toBe(lostId);
+      const retried = after.find((s) => s.kind === "llm") as StepRecord;
+      const retriedMessages = (retried.args as { messages: { role: string; content: string }[] }).messages;
+      expect(retriedMessages.at(-1)?.content).toContain(`rebuilt from ${turn1.sha}`);
 
-    // The remote holds two commits, turn 2's made once, after the rebuild.
-    const remote = await branchOnRemote(w, "agent/deleted");
-    expect(remote.commits).toEqual([expect.stringMatching(/^turn 1: /), expect.stringMatching(/^turn 2: /)]);
-    expect(remote.files).toEqual(expect.arrayContaining(["src/title-case.js", "src/truncate.js"]));
-    // The run never left its states for the loss: no INTERRUPTED, no FAILED, just its pauses.
-    const states = history.transitions.map((t) => t.to);
-    expect(states).not.toContain("INTERRUPTED");
-    expect(states).not.toContain("FAILED");
-    expect(states.at(-1)).toBe("COMPLETED");
-    const contract = await runtime.exportRun(run.id);
-    console.log(JSON.stringify((contract as unknown as { isolation: unknown }).isolation, null, 1));
-    await expectNothingLeft(w, sandboxes);
-  });
+      // The remote holds two commits, turn 2's made once, after the rebuild.
+      const remote = await branchOnRemote(w, "agent/deleted");
+      expect(remote.commits).toEqual([expect.stringMatching(/^turn 1: /), expect.stringMatching(/^turn 2: /)]);
+      expect(remote.files).toEqual(expect.arrayContaining(["src/title-case.js", "src/truncate.js"]));
+      // The run never left its states for the loss: no INTERRUPTED, no FAILED, just its pauses.
+      const states = history.transitions.map((t) => t.to);
+      expect(states).not.toContain("INTERRUPTED");
+      expect(states).not.toContain("FAILED");
+      expect(states.at(-1)).toBe("COMPLETED");
+      const contract = await runtime.exportRun(run.id);
+      console.log(JSON.stringify((contract as unknown as { isolation: unknown }).isolation, null, 1));
+      await expectNothingLeft(w, sandboxes);
+    },
+  );
 
   it("SIGKILL of the worker mid-turn: a new worker finds the sandbox by its label and finishes", async () => {
     const w = await world("crash", { slowTestSeconds: 3 });
@@ -223,7 +237,11 @@ describe("examples/coding-session", { timeout: 120_000 }, () => {
     try {
       const runId = await start.runId;
       const running = await untilStepRuns(() => backend.loadSteps(runId), isTestRun);
-      const held = await provider(kind, w.sandboxes).find(`${runId}/workspace`);
+      const held = (await provider(kind, w.sandboxes).find(`${runId}/workspace`)) as DirectorySandbox;
+      await until(() => sandboxPids(held.hostWorkspace).length > 0, {
+        timeoutMs: 20_000,
+        what: "the tests' processes",
+      });
       start.kill();
       const first = await start.done;
       expect(first.signal).toBe("SIGKILL");

@@ -5,39 +5,84 @@ import { readdirSync, readFileSync, readlinkSync, rmSync } from "node:fs";
  * its provider's back. Its processes are found in the host's /proc, not through the provider.
  */
 
-/** PIDs of the host's processes that belong to the sandbox whose host workspace is `workspace`. */
-export function sandboxPids(workspace: string): number[] {
-  const pids: number[] = [];
+/** Every process of the host: its PID and its parent's. */
+function processes(): { pid: number; ppid: number }[] {
+  const all: { pid: number; ppid: number }[] = [];
   for (const name of readdirSync("/proc")) {
-    if (!/^\d+$/.test(name) || Number(name) === process.pid) continue;
+    if (!/^\d+$/.test(name)) continue;
     try {
-      // bubblewrap: the workspace is on bwrap's command line; local: the command's folder is in it.
-      const cmdline = readFileSync(`/proc/${name}/cmdline`, "utf8");
-      const cwd = readlinkSync(`/proc/${name}/cwd`);
-      if (cmdline.includes(workspace) || cwd === workspace || cwd.startsWith(`${workspace}/`)) pids.push(Number(name));
+      // The fields after the command's name, which may hold spaces and parentheses.
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const ppid = Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]);
+      all.push({ pid: Number(name), ppid });
+    } catch {
+      // Ended meanwhile.
+    }
+  }
+  return all;
+}
+
+/**
+ * PIDs of the host's processes that belong to the sandbox whose host workspace is `workspace`:
+ * those that name it (bubblewrap's command line) or run in it (a local command's folder), and every
+ * process they started.
+ */
+export function sandboxPids(workspace: string): number[] {
+  const found = new Set<number>();
+  for (const { pid } of processes()) {
+    if (pid === process.pid) continue;
+    try {
+      const cmdline = readFileSync(`/proc/${pid}/cmdline`, "utf8");
+      const cwd = readlinkSync(`/proc/${pid}/cwd`);
+      if (cmdline.includes(workspace) || cwd === workspace || cwd.startsWith(`${workspace}/`)) found.add(pid);
     } catch {
       // Ended meanwhile, or not ours to read.
     }
   }
-  return pids;
+  const all = processes();
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const { pid, ppid } of all) {
+      if (found.has(ppid) && !found.has(pid)) {
+        found.add(pid);
+        grew = true;
+      }
+    }
+  }
+  return [...found];
 }
 
 /** PIDs of every process whose command line or folder is inside `dir` (a test's sandboxes folder). */
 export const processesUnder = sandboxPids;
 
-/**
- * Deletes a sandbox behind its provider's back, as a reclaimed machine would vanish: kills its
- * processes (SIGKILL, by PID from /proc, not through the provider) and removes its folder.
- */
-export function deleteBehindItsBack(workspace: string): number[] {
-  const pids = sandboxPids(workspace);
+function signalAll(pids: readonly number[], signal: NodeJS.Signals): void {
   for (const pid of pids) {
     try {
-      process.kill(pid, "SIGKILL");
+      process.kill(pid, signal);
     } catch {
       // Already gone.
     }
   }
+}
+
+/**
+ * Deletes a sandbox as a machine that is shut down: its processes killed (SIGKILL), its folder
+ * removed. Returns the PIDs it killed.
+ */
+export function deleteBehindItsBack(workspace: string): number[] {
+  const pids = sandboxPids(workspace);
+  signalAll(pids, "SIGKILL");
+  rmSync(workspace, { recursive: true, force: true });
+  return pids;
+}
+
+/**
+ * Deletes a sandbox as a machine that goes silent: its processes stopped (SIGSTOP: no exit, no
+ * output, nothing that would end the command), its folder removed. Only a missed heartbeat can tell.
+ */
+export function freezeBehindItsBack(workspace: string): number[] {
+  const pids = sandboxPids(workspace);
+  signalAll(pids, "SIGSTOP");
   rmSync(workspace, { recursive: true, force: true });
   return pids;
 }

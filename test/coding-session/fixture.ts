@@ -62,4 +62,9 @@ export function makeRoot(prefix: string): string {
   return root;
 }
 
-export { deleteBehindItsBack, processesUnder, sandboxPids } from "../../examples/coding-session/delete-sandbox.ts";
+export {
+  deleteBehindItsBack,
+  freezeBehindItsBack,
+  processesUnder,
+  sandboxPids,
+} from "../../examples/coding-session/delete-sandbox.ts";
