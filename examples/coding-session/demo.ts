@@ -15,7 +15,7 @@ import { parseArgs } from "node:util";
 import { modelFromEnvironment, type RunRecord, Runtime, ScriptedModel, silentLogger } from "../../src/index.ts";
 import type { DirectorySandbox } from "../../src/sandbox.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
-import { deleteBehindItsBack } from "./delete-sandbox.ts";
+import { deleteBehindItsBack, sandboxPids } from "./delete-sandbox.ts";
 import { startForge } from "./forge.ts";
 import { createRemote, demoFiles, git } from "./git-remote.ts";
 import { scriptedCoder } from "./scripted-coder.ts";
@@ -71,6 +71,13 @@ console.log(
 console.log(
   `branch ${output.branch} on the remote:\n${await git(["--git-dir", remote, "log", "--oneline", `main..${output.branch}`])}`,
 );
+if (values.delete) {
+  const steps = (await runtime.history(run.id)).steps;
+  const lost = steps.find((s) => s.status === "failed" && s.name === "exec:workspace");
+  const made = steps.filter((s) => s.name === "sandbox:workspace").map((s) => (s.result as { id: string }).id);
+  console.log(`the lost step: #${lost?.seq} ${lost?.attempts.map((a) => a.error?.message).join(" / then: ")}`);
+  console.log(`sandboxes the run made, by the same label: ${made.join(", ")}`);
+}
 console.log(`sandboxes left: ${(await sandboxes.list()).length}`);
 await runtime.shutdown();
 await forge.close();
@@ -86,7 +93,9 @@ async function deleteMidTurn(runId: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 50));
   }
   const sandbox = (await sandboxes.find(`${runId}/workspace`)) as DirectorySandbox;
+  // The step's start is recorded before its command starts: wait for the command's processes.
+  while (sandboxPids(sandbox.hostWorkspace).length === 0) await new Promise((r) => setTimeout(r, 20));
   // Behind the runtime's back: every process of the sandbox killed, its folder removed.
-  deleteBehindItsBack(sandbox.hostWorkspace);
-  console.log(`deleted sandbox ${sandbox.info.id} in the middle of turn 2's tests`);
+  const killed = deleteBehindItsBack(sandbox.hostWorkspace);
+  console.log(`deleted sandbox ${sandbox.info.id} in the middle of turn 2's tests (${killed.length} processes killed)`);
 }
