@@ -10,6 +10,7 @@ import type {
   WaitKind,
 } from "./records.ts";
 import type { PausedReason, RunState } from "./run-state.ts";
+import type { SandboxInfo } from "./sandbox.ts";
 
 /**
  * The run contract (DESIGN §3, "export"): one self-contained record of a run that the people
@@ -88,13 +89,41 @@ export interface RunContract {
   waits: ContractWait[];
   /** The waits of kind `approval`, with their decision. */
   approvals: ContractApproval[];
-  /** Where the run's code executed: no sandbox exists in Cairn yet, so `sandbox` is null. */
-  isolation: { sandbox: null };
+  /** Where the run's commands executed: each sandbox of the run (`ctx.sandbox`). */
+  isolation: ContractIsolation;
   recovery: ContractRecovery;
   completion: ContractCompletion;
   usage: ContractUsage;
   /** The stored step records as they are: with `run` and `waits`, enough to rebuild the run. */
   journal: { steps: StepRecord[] };
+}
+
+/** The run's sandboxes (DESIGN §4, *Sandboxes*), from its `sandbox` steps. */
+export interface ContractIsolation {
+  /** False when a sandbox of the run isolated nothing (the local provider); null when it had none. */
+  isolated: boolean | null;
+  /** One per name the workflow gave `ctx.sandbox`, in the order of first use. */
+  sandboxes: ContractSandbox[];
+}
+
+/** One named sandbox of a run: what it was, what happened to it, and when it went. */
+export interface ContractSandbox {
+  name: string;
+  /** `<runId>/<name>`: what the provider knows it by. */
+  label: string;
+  /** What the last `ctx.sandbox` step of this name recorded (id, kind, isolated, network, mounts, limits). */
+  info: SandboxInfo;
+  /** Every sandbox id it had, oldest first (a restore or a rebuild makes a new one). */
+  ids: string[];
+  /** Attempts of its calls that found it lost. */
+  losses: { seq: number; attempt: number; at: string; message: string }[];
+  /** Attempts that restored it from a snapshot into a new sandbox. */
+  restores: { seq: number; attempt: number; at: string; lost: string | null; id: string; snapshot: string }[];
+  /** Its `snapshot` and `release` steps. */
+  snapshots: { seq: number; id: string; bytes: number; at: string }[];
+  /** When it was destroyed (its last call a destroy, a release or the run's cleanup), else null. */
+  destroyedAt: string | null;
+  destroyedBy: "destroy" | "release" | "cleanup" | null;
 }
 
 /**

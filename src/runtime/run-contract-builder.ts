@@ -13,6 +13,7 @@ import {
   RUN_CONTRACT_VERSION,
   type RunContract,
 } from "../core/run-contract.ts";
+import { isolationOf } from "./run-contract-sandboxes.ts";
 import { usageOfRun } from "./run-usage.ts";
 
 /**
@@ -87,7 +88,7 @@ export function buildRunContract(input: RunContractInput): RunContract {
     effects,
     waits: waits.map(waitOf),
     approvals: waits.filter((w) => w.kind === "approval").map(approvalOf),
-    isolation: { sandbox: null },
+    isolation: isolationOf(run.id, steps),
     recovery: {
       recoveriesUsed: run.recoveries,
       interruptions: transitions

@@ -50,11 +50,11 @@ export async function execAttempt(a: ExecAttempt): Promise<SandboxExecResult> {
     });
     if (watch.signal.aborted) throw watch.signal.reason;
     if (result.aborted && attempt.signal.aborted) throw attempt.signal.reason;
-    // Killed from outside: a result only if its sandbox is still there.
-    if (result.exitCode === null || result.signal !== null) {
-      if ((await sandbox.status()) !== "live") {
-        throw lostError(slot, sandbox, `its command was killed (${result.signal ?? "no exit code"}) and it is gone`);
-      }
+    // A command whose sandbox went while it ran (killed from outside, its folder removed) has no
+    // result worth keeping, whatever its exit code says.
+    if ((await sandbox.status()) !== "live") {
+      const ended = result.signal ?? `exit code ${result.exitCode}`;
+      throw lostError(slot, sandbox, `it is gone, and its command ended with ${ended}`);
     }
     return {
       exitCode: result.exitCode,

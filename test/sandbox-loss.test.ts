@@ -1,0 +1,193 @@
+import { execFileSync } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { defineAgent, type SandboxExecResult, type SandboxSnapshot } from "../src/index.ts";
+import { LocalSandboxProvider } from "../src/sandbox.ts";
+import { forEachBackend } from "./helpers/backends.ts";
+import { sleepMarker, sleepPids, waitUntil } from "./helpers/sandbox-processes.ts";
+
+/**
+ * A sandbox lost under a run (DESIGN §4, *Sandboxes*), on the local provider: its workspace removed
+ * mid-command (found by the missed heartbeat) or its processes killed with it (found when the
+ * command ends); the next attempt restores the run's last snapshot into a new sandbox with the same
+ * label and says so on the attempt. Without a snapshot the workflow gets `SandboxLostError` and
+ * rebuilds it. `release()` leaves a paused run holding no sandbox; the next call restores it. The
+ * worker's sweep destroys the sandboxes whose run has ended.
+ */
+
+let dir = "";
+beforeEach(() => {
+  dir = mkdtempSync(join(tmpdir(), "cairn-sbx-loss-"));
+});
+afterEach(() => rmSync(dir, { recursive: true, force: true }));
+
+const FAST = { initialIntervalMs: 10 };
+
+const agent = defineAgent({
+  name: "sbx_loss",
+  tools: {},
+  workflows: {
+    async lossy(ctx, { marker, flag }: { marker: string; flag: string }) {
+      const box = await ctx.sandbox("l");
+      await box.writeFile("a.txt", "kept\n");
+      const snap = await box.snapshot();
+      const result = await box.exec(`cat a.txt; if [ -e "$FLAG" ]; then echo restored; exit 0; fi; sleep ${marker}`, {
+        env: { FLAG: flag },
+        heartbeatTimeoutMs: 600,
+        retry: FAST,
+      });
+      return { snap, first: box.info.id, result };
+    },
+    async rebuild(ctx, marker: string) {
+      const box = await ctx.sandbox("n");
+      const before = box.info.id;
+      try {
+        return await box.exec(["sleep", marker], { heartbeatTimeoutMs: 600, retry: { maximumAttempts: 1 } });
+      } catch (error) {
+        const again = await ctx.sandbox("n");
+        const fresh = await again.exec("ls | wc -l");
+        return { caught: (error as Error).name, before, after: again.info.id, files: fresh.tail.trim() };
+      }
+    },
+    async release(ctx, _input: null) {
+      const box = await ctx.sandbox("r");
+      await box.writeFile("a.txt", "through a release\n");
+      const snap = await box.release();
+      await ctx.waitForSignal("go");
+      const result = await box.exec("cat a.txt");
+      return { snap, result };
+    },
+    async plain(_ctx, _input: null) {
+      return 1;
+    },
+    async waits(ctx, _input: null) {
+      return ctx.waitForSignal("never");
+    },
+  },
+});
+
+forEachBackend((under) => {
+  const { runtimes } = under;
+  describe("a lost sandbox", () => {
+    for (const how of ["workspace removed (missed heartbeat)", "processes killed and workspace removed"]) {
+      it(`is restored from the run's last snapshot: ${how}`, async () => {
+        const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
+        const rt = runtimes.make({ agents: [agent], sandbox: { provider, logDir: join(dir, "logs") } });
+        const marker = sleepMarker();
+        const flag = join(dir, "flag");
+        const run = await rt.run(agent, "lossy", { marker, flag });
+        await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the command to sleep");
+        const [box] = await provider.list();
+        writeFileSync(flag, "");
+        if (how.startsWith("processes")) {
+          for (const pid of sleepPids(marker)) process.kill(pid, "SIGKILL");
+        }
+        rmSync(box?.workspace as string, { recursive: true, force: true });
+        const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+        expect(ended.state).toBe("COMPLETED");
+        const out = ended.output as unknown as { snap: SandboxSnapshot; first: string; result: SandboxExecResult };
+        expect(out.result).toMatchObject({ exitCode: 0, tail: "kept\nrestored\n" });
+        const { steps } = await rt.history(run.id);
+        const exec = steps.find((s) => s.name === "exec:l");
+        expect(exec?.attempts[0]?.error?.code).toBe("SANDBOX_LOST");
+        if (!how.startsWith("processes")) expect(exec?.attempts[0]?.error?.message).toMatch(/no heartbeat for 600 ms/);
+        const restored = exec?.attempts[1]?.restored;
+        expect(restored).toMatchObject({ name: "l", lost: out.first, snapshot: out.snap.id });
+        expect(restored?.id).not.toBe(out.first);
+        expect(steps.at(-1)).toMatchObject({ name: "destroy:l", args: { cleanup: true, id: restored?.id } });
+        expect(sleepPids(marker)).toEqual([]);
+        expect(await provider.list()).toEqual([]);
+        // The contract tells the story: the loss, the restore, the new id, the cleanup.
+        const { isolation } = await rt.exportRun(run.id);
+        expect(isolation.isolated).toBe(false);
+        expect(isolation.sandboxes).toHaveLength(1);
+        const told = isolation.sandboxes[0];
+        expect(told).toMatchObject({
+          name: "l",
+          label: `${run.id}/l`,
+          info: { kind: "local", isolated: false, id: out.first },
+          ids: [out.first, restored?.id],
+          losses: [{ seq: exec?.seq, attempt: 1 }],
+          restores: [{ seq: exec?.seq, attempt: 2, lost: out.first, snapshot: out.snap.id }],
+          snapshots: [{ id: out.snap.id }],
+          destroyedBy: "cleanup",
+        });
+        expect(told?.destroyedAt).not.toBeNull();
+      });
+    }
+
+    it("without a snapshot fails with SandboxLostError, and the workflow rebuilds it", async () => {
+      const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
+      const rt = runtimes.make({ agents: [agent], sandbox: { provider, logDir: join(dir, "logs") } });
+      const marker = sleepMarker();
+      const run = await rt.run(agent, "rebuild", marker);
+      await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the command to sleep");
+      const [box] = await provider.list();
+      execFileSync("touch", [join(box?.workspace as string, "junk")]);
+      rmSync(box?.workspace as string, { recursive: true, force: true });
+      const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+      expect(ended.state).toBe("COMPLETED");
+      const out = ended.output as { caught: string; before: string; after: string; files: string };
+      expect(out.caught).toBe("SandboxLostError");
+      expect(out.after).not.toBe(out.before);
+      expect(out.files).toBe("0");
+      const { steps } = await rt.history(run.id);
+      expect(steps.map((s) => [s.name, s.status])).toEqual([
+        ["sandbox:n", "completed"],
+        ["exec:n", "failed"],
+        ["sandbox:n", "completed"],
+        ["exec:n", "completed"],
+        ["destroy:n", "completed"],
+      ]);
+      expect(sleepPids(marker)).toEqual([]);
+    });
+
+    it("release() leaves a paused run with no sandbox, and the next call restores it", async () => {
+      const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
+      const rt = runtimes.make({ agents: [agent], sandbox: { provider, logDir: join(dir, "logs") } });
+      const run = await rt.run(agent, "release", null);
+      await waitUntil(async () => (await rt.getRun(run.id)).state === "PAUSED", 10_000, "the run to pause");
+      expect(await provider.list()).toEqual([]);
+      await rt.signal(run.id, "go", null);
+      const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+      expect(ended.state).toBe("COMPLETED");
+      const out = ended.output as unknown as { snap: SandboxSnapshot; result: SandboxExecResult };
+      expect(out.result.tail).toBe("through a release\n");
+      const { steps } = await rt.history(run.id);
+      const exec = steps.find((s) => s.name === "exec:r");
+      expect(exec?.attempts).toHaveLength(1);
+      expect(exec?.attempts[0]?.restored).toMatchObject({ name: "r", lost: null, snapshot: out.snap.id });
+      expect(await provider.list()).toEqual([]);
+    });
+  });
+
+  describe("the orphan sweep", () => {
+    it("destroys the sandboxes whose run has ended, and no other", async () => {
+      const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
+      const backend = under.backend();
+      const rt = runtimes.make({ agents: [agent], backend, sandbox: { provider } });
+      const ended = await rt.run(agent, "plain", null);
+      expect((await rt.waitFor(ended.id, { timeoutMs: 10_000 })).state).toBe("COMPLETED");
+      const waiting = await rt.run(agent, "waits", null);
+      await waitUntil(async () => (await rt.getRun(waiting.id)).state === "PAUSED", 10_000, "the run to pause");
+      await rt.shutdown();
+      // Left behind as by a worker lost between destroying them and the run's end.
+      await provider.create(`${ended.id}/stray`, {});
+      await provider.create(`${waiting.id}/kept`, {});
+      await provider.create("run-of-another-store/kept", {});
+      const sweeper = runtimes.make({
+        agents: [agent],
+        backend,
+        sandbox: { provider },
+        worker: { leaseMs: 200, pollIntervalMs: 50 },
+      });
+      await sweeper.start();
+      await waitUntil(async () => (await provider.list()).length === 2, 10_000, "the sweep");
+      expect((await provider.list()).map((i) => i.label).sort()).toEqual(
+        [`${waiting.id}/kept`, "run-of-another-store/kept"].sort(),
+      );
+    });
+  });
+});
