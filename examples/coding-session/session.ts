@@ -227,6 +227,5 @@ export const runtimeOptions = defineConfig({
       () => new ScriptedModel({ name: "scripted-coder", replies: [scriptedCoder] }),
     ),
   },
-  // The CLI does not pass a `sandbox` option to its runtime yet: until it does, run the session
-  // with ./demo.ts, which gives its runtime `sandbox: { provider: defaultSandboxProvider(dir) }`.
+  sandbox: { provider: defaultSandboxProvider(join(DATA, "sandboxes")), logDir: join(DATA, "logs") },
 });
