@@ -10,7 +10,7 @@ import { TranscriptStore } from "../examples/coding-session/transcript-store.ts"
 import { Runtime, ScriptedModel, type StepRecord, silentLogger } from "../src/index.ts";
 import type { DirectorySandbox, SandboxProvider } from "../src/sandbox.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
-import { approvePullRequest, isTestRun, say, untilStepRuns } from "./coding-session/driver.ts";
+import { approvePullRequest, isTestRun, say, untilStepRuns, untilWaiting } from "./coding-session/driver.ts";
 import {
   deleteBehindItsBack,
   freezeBehindItsBack,
@@ -51,7 +51,7 @@ async function world(name: string, options: { slowTestSeconds?: number } = {}): 
   return made;
 }
 
-function session(w: World, options: { turnsPerRun?: number; heartbeatTimeoutMs?: number } = {}) {
+function session(w: World, options: { turnsPerRun?: number; heartbeatTimeoutMs?: number; silenceMs?: number } = {}) {
   const agent = codingSessionAgent({ remote: w.remote, forge: w.forge.url, dataDir: w.dataDir, ...options });
   const sandboxes = provider(kind, w.sandboxes);
   const runtime = new Runtime({
@@ -237,6 +237,54 @@ describe("examples/coding-session", { timeout: 120_000 }, () => {
       await expectNothingLeft(w, sandboxes);
     },
   );
+
+  it("a silent session ends by its timer; its sandbox held no key and reached no network", async () => {
+    const w = await world("silent");
+    const { agent, runtime, sandboxes } = session(w, { silenceMs: 3_000 });
+    process.env.CODING_SESSION_TEST_KEY = "sk-test-never-in-the-sandbox";
+    try {
+      const run = await runtime.run(agent, "session", { session: "silent", request: "Add a titleCase function" });
+      await untilWaiting(runtime, run.id, "signal");
+      // While it waits: the sandbox's environment is git's settings and nothing of the host's.
+      const box = (await sandboxes.find(`${run.id}/workspace`)) as DirectorySandbox;
+      const env = (await box.exec("env")).tail;
+      expect(env).not.toContain("sk-test-never-in-the-sandbox");
+      const names = env
+        .trim()
+        .split("\n")
+        .map((line) => line.split("=")[0]);
+      expect(names.filter((n) => !/^(GIT_|PATH$|HOME$|PWD$|OLDPWD$|SHLVL$|_$)/.test(n ?? ""))).toEqual([]);
+      if (kind === "bubblewrap") {
+        // Not even the forge on the host's loopback is reachable.
+        const port = new URL(w.forge.url).port;
+        const reach = await box.exec(
+          `node -e "require('net').connect(${port},'127.0.0.1').on('connect',()=>process.exit(0)).on('error',()=>process.exit(3))"`,
+        );
+        expect(reach.exitCode).toBe(3);
+      }
+      const done = await runtime.waitFor(run.id, { timeoutMs: 30_000 });
+      expect(done.output).toMatchObject({ ended: "silence", turns: 1, pullRequest: null });
+      expect(w.forge.pulls()).toEqual([]);
+      await expectNothingLeft(w, sandboxes);
+    } finally {
+      delete process.env.CODING_SESSION_TEST_KEY;
+    }
+  });
+
+  it("a cancelled session: the runtime deletes its sandbox", async () => {
+    const w = await world("cancelled");
+    const { agent, runtime, sandboxes } = session(w);
+    const run = await runtime.run(agent, "session", { session: "cancelled", request: "Add a titleCase function" });
+    await untilWaiting(runtime, run.id, "signal");
+    expect(await sandboxes.list()).toHaveLength(1);
+    await runtime.cancel(run.id, { by: "test", reason: "changed my mind" });
+    const done = await runtime.waitFor(run.id, { timeoutMs: 30_000 });
+    expect(done.state).toBe("CANCELLED");
+    await until(async () => (await sandboxes.list()).length === 0, { timeoutMs: 20_000, what: "no sandbox" });
+    await expectNothingLeft(w, sandboxes);
+    const { isolation } = await runtime.exportRun(run.id);
+    expect(isolation.sandboxes[0]?.destroyedBy).toBe("cleanup");
+  });
 
   it("SIGKILL of the worker mid-turn: a new worker finds the sandbox by its label and finishes", async () => {
     const w = await world("crash", { slowTestSeconds: 3 });
