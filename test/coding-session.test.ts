@@ -51,7 +51,7 @@ async function world(name: string, options: { slowTestSeconds?: number } = {}): 
   return made;
 }
 
-function session(w: World, options: { turnsPerRun?: number; heartbeatTimeoutMs?: number; silenceMs?: number } = {}) {
+function session(w: World, options: Partial<Parameters<typeof codingSessionAgent>[0]> = {}) {
   const agent = codingSessionAgent({ remote: w.remote, forge: w.forge.url, dataDir: w.dataDir, ...options });
   const sandboxes = provider(kind, w.sandboxes);
   const runtime = new Runtime({
@@ -269,6 +269,28 @@ describe("examples/coding-session", { timeout: 120_000 }, () => {
     } finally {
       delete process.env.CODING_SESSION_TEST_KEY;
     }
+  });
+
+  it("released while waiting: no sandbox held between turns, the next turn restores the snapshot", async () => {
+    const w = await world("released");
+    const { agent, runtime, sandboxes } = session(w, { releaseWhileWaiting: true });
+    const run = await runtime.run(agent, "session", { session: "released", request: "Add a titleCase function" });
+    await untilWaiting(runtime, run.id, "signal");
+    expect(await sandboxes.list()).toEqual([]);
+    await say(runtime, run.id, "m2", { text: "Now add truncate(text, max) too" });
+    await say(runtime, run.id, "m3", { action: "open_pull_request" });
+    await approvePullRequest(runtime, run.id);
+    const done = await runtime.waitFor(run.id, { timeoutMs: 60_000 });
+    expect(done.output).toMatchObject({ ended: "pull_request", turns: 2, rebuilds: 0 });
+    const remote = await branchOnRemote(w, "agent/released");
+    expect(remote.files).toEqual(expect.arrayContaining(["src/title-case.js", "src/truncate.js"]));
+    const { isolation } = await runtime.exportRun(run.id);
+    const box = isolation.sandboxes[0];
+    // Two releases (after each turn) and one restore: the first call of turn 2.
+    expect(box?.snapshots).toHaveLength(2);
+    expect(box?.restores).toHaveLength(1);
+    expect(box?.ids).toHaveLength(2);
+    await expectNothingLeft(w, sandboxes);
   });
 
   it("a cancelled session: the runtime deletes its sandbox", async () => {

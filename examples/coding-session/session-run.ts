@@ -44,6 +44,7 @@ export interface SessionSettings extends TurnOptions {
   silenceMs: number;
   approvalExpiresInMs: number;
   approvers: readonly string[] | undefined;
+  releaseWhileWaiting: boolean;
 }
 
 /** The sandbox's name in the run: its label is `<runId>/workspace`. */
@@ -184,6 +185,10 @@ export class SessionRun {
    * `silence` when none came within the silence timer.
    */
   async nextMessage(): Promise<UserMessage | "silence"> {
+    if (this.settings.releaseWhileWaiting && this.#ws) {
+      // Hibernate: snapshot and delete; the next call of the handle restores the snapshot.
+      await this.#ws.release();
+    }
     for (;;) {
       let message: UserMessage;
       try {

@@ -100,6 +100,11 @@ export interface CodingSessionOptions {
   approvalExpiresInMs?: number;
   /** Who may approve the pull request. @default anyone */
   approvers?: readonly string[];
+  /**
+   * Between turns, snapshot the sandbox and delete it (`release`): a waiting session holds no
+   * sandbox, and the next turn's first call restores the snapshot. @default false
+   */
+  releaseWhileWaiting?: boolean;
 }
 
 const SessionInputSchema = z.object({
@@ -129,6 +134,7 @@ function settingsOf(options: CodingSessionOptions): SessionSettings {
     maxModelCalls: options.maxModelCalls ?? 30,
     approvalExpiresInMs: options.approvalExpiresInMs ?? 7 * 24 * 3600_000,
     approvers: options.approvers,
+    releaseWhileWaiting: options.releaseWhileWaiting ?? false,
   };
 }
 

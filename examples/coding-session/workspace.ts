@@ -20,6 +20,8 @@ export interface WorkspaceHandle {
   ): Promise<{ exitCode: number | null; signal: string | null; tail: string }>;
   readFile(path: string): Promise<string>;
   writeFile(path: string, data: string): Promise<void>;
+  /** Snapshots the sandbox and deletes it; the next call restores it from that snapshot. */
+  release(): Promise<unknown>;
   destroy(): Promise<void>;
 }
 
