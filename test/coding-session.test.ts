@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { rmSync } from "node:fs";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PullRequest } from "../examples/coding-session/forge.ts";
@@ -75,7 +75,18 @@ async function branchOnRemote(w: World, branch: string) {
 /** Zero sandboxes held and zero processes of any left on the host. */
 async function expectNothingLeft(w: World, sandboxes: SandboxProvider): Promise<void> {
   expect(await sandboxes.list()).toEqual([]);
-  expect(processesUnder(w.sandboxes)).toEqual([]);
+  // A killed process stays in /proc until it is reaped: give the kills a moment to land.
+  await until(() => processesUnder(w.sandboxes).length === 0, { timeoutMs: 10_000, what: "no process" }).catch(
+    () => {},
+  );
+  const left = processesUnder(w.sandboxes).map((pid) => {
+    try {
+      return `${pid}: ${readFileSync(`/proc/${pid}/cmdline`, "utf8").replaceAll("\0", " ")} (${readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1]?.slice(0, 1)})`;
+    } catch {
+      return `${pid}: gone`;
+    }
+  });
+  expect(left).toEqual([]);
 }
 
 const sandboxSteps = (steps: StepRecord[]) =>
