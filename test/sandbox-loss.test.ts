@@ -59,6 +59,11 @@ const agent = defineAgent({
       const result = await box.exec("cat a.txt");
       return { snap, result };
     },
+    async held(ctx, _input: null) {
+      const box = await ctx.sandbox("h");
+      await box.exec("true");
+      return ctx.waitForSignal("never");
+    },
     async plain(_ctx, _input: null) {
       return 1;
     },
@@ -160,6 +165,23 @@ forEachBackend((under) => {
       expect(exec?.attempts).toHaveLength(1);
       expect(exec?.attempts[0]?.restored).toMatchObject({ name: "r", lost: null, snapshot: out.snap.id });
       expect(await provider.list()).toEqual([]);
+    });
+  });
+
+  describe("a paused run", () => {
+    it("cancelled while it holds a sandbox, ends with its sandbox destroyed by a cleanup step", async () => {
+      const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
+      const rt = runtimes.make({ agents: [agent], sandbox: { provider, logDir: join(dir, "logs") } });
+      const run = await rt.run(agent, "held", null);
+      await waitUntil(async () => (await rt.getRun(run.id)).state === "PAUSED", 10_000, "the run to pause");
+      expect((await provider.list()).map((i) => i.label)).toEqual([`${run.id}/h`]);
+      await rt.cancel(run.id, { by: "ops", reason: "no longer needed" });
+      const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+      expect(ended.state).toBe("CANCELLED");
+      expect(await provider.list()).toEqual([]);
+      const { steps } = await rt.history(run.id);
+      expect(steps.at(-1)).toMatchObject({ kind: "sandbox", name: "destroy:h", status: "completed" });
+      expect((await rt.exportRun(run.id)).isolation.sandboxes[0]?.destroyedBy).toBe("cleanup");
     });
   });
 

@@ -107,6 +107,16 @@ forEachBackend((under) => {
             [6, "sandbox", "destroy:main", "completed"],
           ]);
           expect(steps[5]?.args).toMatchObject({ cleanup: true });
+          // The command's output went to the run's live events as it arrived.
+          const streamed: string[] = [];
+          for await (const event of rt.events(run.id)) {
+            if (event.type === "sandbox.output") {
+              expect(event).toMatchObject({ seq: 3, attempt: 1, sandbox: "main" });
+              streamed.push(event.text);
+            }
+          }
+          expect(streamed.join("")).toContain("hi there");
+          expect(streamed.join("")).toContain("oops");
           expect(await sandbox.provider.list()).toEqual([]);
           expect(await sandbox.provider.find(`${run.id}/main`)).toBeUndefined();
         },
@@ -155,17 +165,21 @@ forEachBackend((under) => {
       expect(result.tail.length).toBeLessThanOrEqual(4096);
     });
 
-    it("kills the command's tree when the step times out", async () => {
-      const sandbox = sandboxOption();
-      const rt = runtimes.make({ agents: [agent], sandbox });
-      const marker = sleepMarker();
-      const run = await rt.run(agent, "timeout", marker);
-      const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
-      expect(ended.state).toBe("FAILED");
-      expect(ended.error?.code).toBe("STEP_TIMEOUT");
-      await waitUntil(() => sleepPids(marker).length === 0, 5000, "the sleep to be killed");
-      expect(await sandbox.provider.list()).toEqual([]);
-    });
+    for (const kind of ["local", "bubblewrap"] as const)
+      it.skipIf(kind === "bubblewrap" && bwrapSkip !== undefined)(
+        `${kind}: kills the command's tree when the step times out`,
+        async () => {
+          const sandbox = sandboxOption(kind);
+          const rt = runtimes.make({ agents: [agent], sandbox });
+          const marker = sleepMarker();
+          const run = await rt.run(agent, "timeout", marker);
+          const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+          expect(ended.state).toBe("FAILED");
+          expect(ended.error?.code).toBe("STEP_TIMEOUT");
+          await waitUntil(() => sleepPids(marker).length === 0, 5000, "the sleep to be killed");
+          expect(await sandbox.provider.list()).toEqual([]);
+        },
+      );
 
     it("shows sandbox calls to policies as kind sandbox, with the call's arguments", async () => {
       const seen: string[] = [];
@@ -182,6 +196,15 @@ forEachBackend((under) => {
       expect((await rt.waitFor(run.id, { timeoutMs: 20_000 })).state).toBe("COMPLETED");
       expect(seen[0]).toBe('sandbox:main {"name":"main","spec":{}}');
       expect(seen).toContain('exec:main {"command":"cat hello.txt; echo oops >&2; exit 3"}');
+    });
+
+    it("says NOT ISOLATED in the log line that makes a local sandbox", async () => {
+      const warnings: string[] = [];
+      const logger = { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} };
+      const rt = runtimes.make({ agents: [agent], sandbox: sandboxOption(), logger });
+      const run = await rt.run(agent, "lifecycle", null);
+      expect((await rt.waitFor(run.id, { timeoutMs: 20_000 })).state).toBe("COMPLETED");
+      expect(warnings).toContain(`sandbox "main" of run ${run.id} is NOT ISOLATED (local provider)`);
     });
 
     it("fails ctx.sandbox with an error naming the runtime option when there is no provider", async () => {

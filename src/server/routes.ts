@@ -65,7 +65,8 @@ import {
  * POST /api/runs/:id/reject { note? }                         → { run }
  * GET  /api/runs/:id/contract       → the run contract (runtime.exportRun)
  * GET  /api/runs/:id/events         (SSE) this run: "transition", "step", "model.start" / "model.text" /
- *                                     "model.retry" / "model.end", then "end" once it settles
+ *                                     "model.retry" / "model.end", "sandbox.output", then "end" once it
+ *                                     settles
  * GET  /api/events                  (SSE) every run: "ready" first, then "transition"
  * GET  /openapi.json                → the OpenAPI 3 document of these routes (no token needed)
  * anything else outside /api        → the static files of `staticRoot` (index.html for unknown paths)

@@ -156,6 +156,15 @@ export const StepSchema = z
         startedAt: epochMs(),
         endedAt: epochMs().nullable(),
         error: SerializedErrorSchema.optional(),
+        restored: z
+          .object({
+            name: z.string(),
+            lost: z.string().nullable(),
+            id: z.string(),
+            snapshot: z.string(),
+            at: epochMs(),
+          })
+          .optional(),
       }),
     ),
     heartbeat: json().optional(),

@@ -50,7 +50,8 @@ export async function writeTransition(
 
 /**
  * A run that ends: its sandboxes destroyed first, the transition carrying a cleanup step for each
- * (numbered after every step the journal and the transition hold).
+ * (numbered after every step the journal and the transition hold). One read of the journal per
+ * ending, and only on a runtime with sandboxes.
  */
 async function withSandboxCleanup(
   deps: WorkerDeps,
@@ -58,11 +59,8 @@ async function withSandboxCleanup(
   run: RunRecord,
   change: RunChange,
 ): Promise<RunChange> {
-  const lastSeq = async () => {
-    const stored = await deps.backend.loadSteps(run.id);
-    return Math.max(0, ...stored.map((s) => s.seq), ...(change.steps ?? []).map((s) => s.seq));
-  };
-  const cleanup = await destroyRunSandboxes(place, run, lastSeq, deps.logger);
+  const journal = [...(await deps.backend.loadSteps(run.id)), ...(change.steps ?? [])];
+  const cleanup = await destroyRunSandboxes(place, run, journal, deps.logger);
   return cleanup.length === 0 ? change : { ...change, steps: [...(change.steps ?? []), ...cleanup] };
 }
 

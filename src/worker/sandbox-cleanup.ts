@@ -24,25 +24,29 @@ export function labelParts(label: string): { runId: string; name: string } | und
   return { runId: label.slice(0, at), name: label.slice(at + 1) };
 }
 
-/** The sandboxes the provider holds for `runId`. */
-export async function sandboxesOf(place: SandboxPlace, runId: string): Promise<SandboxInfo[]> {
-  const all = await place.provider.list();
-  return all.filter((info) => labelParts(info.label)?.runId === runId).sort((a, b) => (a.label < b.label ? -1 : 1));
-}
-
 /**
- * Destroys the sandboxes `run` still holds and returns the cleanup steps recording it, numbered
- * after `lastSeq`. A destroy that fails is recorded as a failed step (the sweep tries again).
+ * Destroys the sandboxes `run` still holds — one per name its journal's `sandbox:<name>` steps gave
+ * (a step's start record is committed before its sandbox is made, so none is missed) — and returns
+ * the cleanup steps recording it, numbered after the journal's last seq. A destroy that fails is
+ * recorded as a failed step (the sweep tries again).
  */
 export async function destroyRunSandboxes(
   place: SandboxPlace,
   run: RunRecord,
-  lastSeq: () => Promise<number>,
+  journal: readonly StepRecord[],
   logger: Logger,
 ): Promise<StepRecord[]> {
-  const infos = await sandboxesOf(place, run.id);
+  const names = new Set<string>();
+  for (const step of journal) {
+    if (step.kind === "sandbox" && step.name.startsWith("sandbox:")) names.add(step.name.slice("sandbox:".length));
+  }
+  const infos: SandboxInfo[] = [];
+  for (const name of [...names].sort()) {
+    const found = await place.provider.find(`${run.id}/${name}`);
+    if (found) infos.push(found.info);
+  }
   if (infos.length === 0) return [];
-  let seq = await lastSeq();
+  let seq = Math.max(0, ...journal.map((s) => s.seq));
   const steps: StepRecord[] = [];
   for (const info of infos) {
     const startedAt = Date.now();
