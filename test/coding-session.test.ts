@@ -243,7 +243,8 @@ describe("examples/coding-session", { timeout: 120_000 }, () => {
       expect(box).toMatchObject({ name: "workspace", label: `${run.id}/workspace`, restores: [], snapshots: [] });
       expect(box?.ids).toEqual([lostId, rebuilt.id]);
       expect(box?.losses.map((l) => `${l.seq}.${l.attempt}`)).toEqual([`${running.seq}.1`, `${running.seq}.2`]);
-      expect(box?.info).toMatchObject({ id: rebuilt.id, network: false, kind });
+      // The local provider enforces no network policy, and says so: network true.
+      expect(box?.info).toMatchObject({ id: rebuilt.id, network: kind === "local", kind });
       expect(box?.destroyedBy).toBe("destroy");
       await expectNothingLeft(w, sandboxes);
     },
