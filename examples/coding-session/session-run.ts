@@ -54,7 +54,7 @@ const MAX_REBUILDS = 3;
 /** Message ids remembered for dropping repeats. */
 const SEEN = 100;
 
-/** A tool call of the session's own agent (the workflow's ctx is typed by the agent's tools). */
+/** The workflow's ctx (its tool calls are checked by the agent's definition, not here). */
 type Ctx = WorkflowContext;
 
 /** One run of a session: its state, its sandbox, its conversation. The workflow drives it. */
@@ -103,10 +103,8 @@ export class SessionRun {
   async workspace(): Promise<WorkspaceHandle> {
     for (let attempt = 0; ; attempt++) {
       if (this.#ws) return this.#ws;
-      const ws = (await this.ctx.sandbox(
-        SANDBOX_NAME,
-        sessionSandboxSpec({ remote: this.settings.remote, outbox: this.#outbox }),
-      )) as unknown as WorkspaceHandle;
+      const spec = sessionSandboxSpec({ remote: this.settings.remote, outbox: this.#outbox });
+      const ws: WorkspaceHandle = await this.ctx.sandbox(SANDBOX_NAME, spec);
       this.#handle = ws;
       const { remote } = this.settings;
       const script =
