@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createPullRequest, listPullRequests } from "../examples/coding-session/forge-client.ts";
@@ -29,7 +29,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await world.close();
-  const { rmSync } = await import("node:fs");
   rmSync(root, { recursive: true, force: true });
 });
 
@@ -65,7 +64,6 @@ describe("the workspace scripts in a sandbox", () => {
   it("prepare, commit, hand out a bundle, push it on the host, rebuild from it", { timeout: 60_000 }, async () => {
     const sandboxes = provider(kind, world.sandboxes);
     const outbox = join(world.dir, "outbox");
-    const { mkdirSync, chmodSync } = await import("node:fs");
     mkdirSync(outbox);
     chmodSync(outbox, 0o777);
     const spec = sessionSandboxSpec({ remote: world.remote, outbox });
@@ -89,7 +87,7 @@ describe("the workspace scripts in a sandbox", () => {
     expect(await branchSha(world.remote, branch)).toBe(sha);
     await acceptBundle(world.remote, join(outbox, `${sha}.bundle`), branch, sha);
 
-    // The sandbox cannot write the remote: it is bound read-only (bubblewrap) .
+    // The sandbox cannot write the remote: it is bound read-only (bubblewrap), and it has no network.
     if (kind === "bubblewrap") {
       const push = await sandbox.exec(`git push --quiet ${world.remote} HEAD:refs/heads/sneaky`, { cwd: REPO });
       expect(push.exitCode).not.toBe(0);
