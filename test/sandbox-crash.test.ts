@@ -1,5 +1,5 @@
 import { type ChildProcess, spawn } from "node:child_process";
-import { chmodSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -25,6 +25,13 @@ const probe = join(root, "probe");
 mkdirSync(probe, { mode: 0o711 });
 const bwrapSkip = await BubblewrapProvider.unavailable({ dir: probe });
 if (bwrapSkip) console.warn(`bubblewrap crash test skipped: ${bwrapSkip}`);
+
+/** Commands the sandboxes folder records as running (`procs/<id>/<pid>`). */
+function recordedCommands(boxes: string): number {
+  const procs = join(boxes, "procs");
+  if (!existsSync(procs)) return 0;
+  return readdirSync(procs).reduce((n, id) => n + readdirSync(join(procs, id)).length, 0);
+}
 
 interface ChildResult {
   code: number | null;
@@ -62,6 +69,10 @@ describe("SIGKILL of a worker while a sandbox command runs", { timeout: 120_000 
 
         const first = child([db, dir, kind, marker, "start"]);
         await waitUntil(() => sleepPids(marker).length > 0, 30_000, "the command to sleep in the sandbox");
+        // Killed once the provider has recorded the command (procs/<id>/<pid>): a local command whose
+        // worker dies between its spawn and that record is not known to a later destroy (bubblewrap's
+        // --die-with-parent ends it anyway). That window is the provider's, not this test's subject.
+        await waitUntil(() => recordedCommands(join(dir, "boxes")) > 0, 30_000, "the command's record");
         first.proc.kill("SIGKILL");
         const killed = await first.done;
         expect(killed.signal, killed.stderr).toBe("SIGKILL");

@@ -1,10 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { defineAgent, type SandboxExecResult, type SandboxSnapshot } from "../src/index.ts";
-import { LocalSandboxProvider } from "../src/sandbox.ts";
+import { BubblewrapProvider, type DirectorySandbox, LocalSandboxProvider } from "../src/sandbox.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 import { sleepMarker, sleepPids, waitUntil } from "./helpers/sandbox-processes.ts";
 
@@ -20,7 +20,15 @@ import { sleepMarker, sleepPids, waitUntil } from "./helpers/sandbox-processes.t
 let dir = "";
 beforeEach(() => {
   dir = mkdtempSync(join(tmpdir(), "cairn-sbx-loss-"));
+  // bubblewrap started by root runs as nobody, who must be able to enter the sandboxes folder.
+  chmodSync(dir, 0o711);
 });
+
+const probe = mkdtempSync(join(tmpdir(), "cairn-sbx-probe-"));
+chmodSync(probe, 0o711);
+const bwrapSkip = await BubblewrapProvider.unavailable({ dir: probe });
+rmSync(probe, { recursive: true, force: true });
+if (bwrapSkip) console.warn(`bubblewrap loss tests skipped: ${bwrapSkip}`);
 afterEach(() => rmSync(dir, { recursive: true, force: true }));
 
 const FAST = { initialIntervalMs: 10 };
@@ -29,8 +37,9 @@ const agent = defineAgent({
   name: "sbx_loss",
   tools: {},
   workflows: {
-    async lossy(ctx, { marker, flag }: { marker: string; flag: string }) {
-      const box = await ctx.sandbox("l");
+    async lossy(ctx, { marker, flags, flag }: { marker: string; flags: { host: string; path: string }; flag: string }) {
+      // The test's flag folder is bound in (read-only), so the command sees the flag wherever it runs.
+      const box = await ctx.sandbox("l", { mounts: [flags] });
       await box.writeFile("a.txt", "kept\n");
       const snap = await box.snapshot();
       const result = await box.exec(`cat a.txt; if [ -e "$FLAG" ]; then echo restored; exit 0; fi; sleep ${marker}`, {
@@ -76,52 +85,67 @@ const agent = defineAgent({
 forEachBackend((under) => {
   const { runtimes } = under;
   describe("a lost sandbox", () => {
-    for (const how of ["workspace removed (missed heartbeat)", "processes killed and workspace removed"]) {
-      it(`is restored from the run's last snapshot: ${how}`, async () => {
-        const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
-        const rt = runtimes.make({ agents: [agent], sandbox: { provider, logDir: join(dir, "logs") } });
-        const marker = sleepMarker();
-        const flag = join(dir, "flag");
-        const run = await rt.run(agent, "lossy", { marker, flag });
-        await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the command to sleep");
-        const [box] = await provider.list();
-        writeFileSync(flag, "");
-        if (how.startsWith("processes")) {
-          for (const pid of sleepPids(marker)) process.kill(pid, "SIGKILL");
-        }
-        rmSync(box?.workspace as string, { recursive: true, force: true });
-        const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
-        expect(ended.state).toBe("COMPLETED");
-        const out = ended.output as unknown as { snap: SandboxSnapshot; first: string; result: SandboxExecResult };
-        expect(out.result).toMatchObject({ exitCode: 0, tail: "kept\nrestored\n" });
-        const { steps } = await rt.history(run.id);
-        const exec = steps.find((s) => s.name === "exec:l");
-        expect(exec?.attempts[0]?.error?.code).toBe("SANDBOX_LOST");
-        if (!how.startsWith("processes")) expect(exec?.attempts[0]?.error?.message).toMatch(/no heartbeat for 600 ms/);
-        const restored = exec?.attempts[1]?.restored;
-        expect(restored).toMatchObject({ name: "l", lost: out.first, snapshot: out.snap.id });
-        expect(restored?.id).not.toBe(out.first);
-        expect(steps.at(-1)).toMatchObject({ name: "destroy:l", args: { cleanup: true, id: restored?.id } });
-        expect(sleepPids(marker)).toEqual([]);
-        expect(await provider.list()).toEqual([]);
-        // The contract tells the story: the loss, the restore, the new id, the cleanup.
-        const { isolation } = await rt.exportRun(run.id);
-        expect(isolation.isolated).toBe(false);
-        expect(isolation.sandboxes).toHaveLength(1);
-        const told = isolation.sandboxes[0];
-        expect(told).toMatchObject({
-          name: "l",
-          label: `${run.id}/l`,
-          info: { kind: "local", isolated: false, id: out.first },
-          ids: [out.first, restored?.id],
-          losses: [{ seq: exec?.seq, attempt: 1 }],
-          restores: [{ seq: exec?.seq, attempt: 2, lost: out.first, snapshot: out.snap.id }],
-          snapshots: [{ id: out.snap.id }],
-          destroyedBy: "cleanup",
-        });
-        expect(told?.destroyedAt).not.toBeNull();
-      });
-    }
+    for (const kind of ["local", "bubblewrap"] as const)
+      for (const how of ["workspace removed (missed heartbeat)", "processes killed and workspace removed"]) {
+        it.skipIf(kind === "bubblewrap" && bwrapSkip !== undefined)(
+          `${kind}: is restored from the run's last snapshot: ${how}`,
+          async () => {
+            const provider =
+              kind === "local"
+                ? new LocalSandboxProvider({ dir: join(dir, "boxes") })
+                : new BubblewrapProvider({ dir: join(dir, "boxes") });
+            const rt = runtimes.make({ agents: [agent], sandbox: { provider, logDir: join(dir, "logs") } });
+            const marker = sleepMarker();
+            const flagDir = join(dir, "flags");
+            mkdirSync(flagDir, { mode: 0o755 });
+            const inside = kind === "local" ? flagDir : "/flags";
+            const run = await rt.run(agent, "lossy", {
+              marker,
+              flags: { host: flagDir, path: inside },
+              flag: `${inside}/flag`,
+            });
+            await waitUntil(() => sleepPids(marker).length === 1, 10_000, "the command to sleep");
+            const [info] = await provider.list();
+            const box = { workspace: ((await provider.find(info?.label as string)) as DirectorySandbox).hostWorkspace };
+            writeFileSync(join(flagDir, "flag"), "");
+            if (how.startsWith("processes")) {
+              for (const pid of sleepPids(marker)) process.kill(pid, "SIGKILL");
+            }
+            rmSync(box.workspace, { recursive: true, force: true });
+            const ended = await rt.waitFor(run.id, { timeoutMs: 20_000 });
+            expect(ended.state).toBe("COMPLETED");
+            const out = ended.output as unknown as { snap: SandboxSnapshot; first: string; result: SandboxExecResult };
+            expect(out.result).toMatchObject({ exitCode: 0, tail: "kept\nrestored\n" });
+            const { steps } = await rt.history(run.id);
+            const exec = steps.find((s) => s.name === "exec:l");
+            expect(exec?.attempts[0]?.error?.code).toBe("SANDBOX_LOST");
+            if (!how.startsWith("processes"))
+              expect(exec?.attempts[0]?.error?.message).toMatch(/no heartbeat for 600 ms/);
+            const restored = exec?.attempts[1]?.restored;
+            expect(restored).toMatchObject({ name: "l", lost: out.first, snapshot: out.snap.id });
+            expect(restored?.id).not.toBe(out.first);
+            expect(steps.at(-1)).toMatchObject({ name: "destroy:l", args: { cleanup: true, id: restored?.id } });
+            expect(sleepPids(marker)).toEqual([]);
+            expect(await provider.list()).toEqual([]);
+            // The contract tells the story: the loss, the restore, the new id, the cleanup.
+            const { isolation } = await rt.exportRun(run.id);
+            expect(isolation.isolated).toBe(kind === "bubblewrap");
+            expect(isolation.sandboxes).toHaveLength(1);
+            const told = isolation.sandboxes[0];
+            expect(told).toMatchObject({
+              name: "l",
+              label: `${run.id}/l`,
+              info: { kind, isolated: kind === "bubblewrap", id: out.first },
+              ids: [out.first, restored?.id],
+              losses: [{ seq: exec?.seq, attempt: 1 }],
+              restores: [{ seq: exec?.seq, attempt: 2, lost: out.first, snapshot: out.snap.id }],
+              snapshots: [{ id: out.snap.id }],
+              destroyedBy: "cleanup",
+            });
+            expect(told?.destroyedAt).not.toBeNull();
+          },
+        );
+      }
 
     it("without a snapshot fails with SandboxLostError, and the workflow rebuilds it", async () => {
       const provider = new LocalSandboxProvider({ dir: join(dir, "boxes") });
