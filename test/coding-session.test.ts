@@ -12,6 +12,7 @@ import type { DirectorySandbox, SandboxProvider } from "../src/sandbox.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { approvePullRequest, isTestRun, say, untilStepRuns, untilWaiting } from "./coding-session/driver.ts";
 import {
+  commandPids,
   deleteBehindItsBack,
   freezeBehindItsBack,
   makeRoot,
@@ -190,7 +191,7 @@ describe("examples/coding-session", { timeout: 120_000 }, () => {
       const lostId = before?.info.id as string;
       const workspace = (before as unknown as { hostWorkspace: string }).hostWorkspace;
       // The step's start is recorded before its command starts: wait for the command's processes.
-      await until(() => sandboxPids(workspace).length > 0, { timeoutMs: 20_000, what: "the tests' processes" });
+      await until(() => commandPids(workspace).length > 0, { timeoutMs: 20_000, what: "the tests' processes" });
       const killed = (how === "killed" ? deleteBehindItsBack : freezeBehindItsBack)(workspace);
       const deletedAt = Date.now();
       expect(killed.length).toBeGreaterThan(0);

@@ -52,6 +52,17 @@ export function sandboxPids(workspace: string): number[] {
   return [...found];
 }
 
+/** The sandbox's processes but bubblewrap's own: the command and what it started. */
+export function commandPids(workspace: string): number[] {
+  return sandboxPids(workspace).filter((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() !== "bwrap";
+    } catch {
+      return false;
+    }
+  });
+}
+
 /** PIDs of every process whose command line or folder is inside `dir` (a test's sandboxes folder). */
 export const processesUnder = sandboxPids;
 
@@ -77,11 +88,13 @@ export function deleteBehindItsBack(workspace: string): number[] {
 }
 
 /**
- * Deletes a sandbox as a machine that goes silent: its processes stopped (SIGSTOP: no exit, no
- * output, nothing that would end the command), its folder removed. Only a missed heartbeat can tell.
+ * Deletes a sandbox as a machine that goes silent: its commands stopped (SIGSTOP: no exit, no
+ * output, nothing that would end them), its folder removed. Only a missed heartbeat can tell.
+ * bubblewrap's own processes are left running: a stopped bwrap that is the sandbox's PID 1 (a
+ * session of its own) was once seen to outlive the kill of its command's group.
  */
 export function freezeBehindItsBack(workspace: string): number[] {
-  const pids = sandboxPids(workspace);
+  const pids = commandPids(workspace);
   signalAll(pids, "SIGSTOP");
   rmSync(workspace, { recursive: true, force: true });
   return pids;

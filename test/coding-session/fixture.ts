@@ -63,6 +63,7 @@ export function makeRoot(prefix: string): string {
 }
 
 export {
+  commandPids,
   deleteBehindItsBack,
   freezeBehindItsBack,
   processesUnder,
