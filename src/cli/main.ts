@@ -9,6 +9,7 @@ import { approveCommand, denyCommand } from "./commands/approve.ts";
 import { cancelCommand } from "./commands/cancel.ts";
 import { costCommand } from "./commands/cost.ts";
 import { exportCommand } from "./commands/export.ts";
+import { initCommand } from "./commands/init.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
 import { resumeCommand } from "./commands/resume.ts";
@@ -41,6 +42,7 @@ export const COMMANDS: readonly Command[] = [
   serveCommand,
   workerCommand,
   migrateCommand,
+  initCommand,
 ];
 
 /**
