@@ -1,5 +1,5 @@
 import { transform } from "esbuild";
-import { defineConfig, type Plugin } from "vitest/config";
+import { configDefaults, defineConfig, type Plugin } from "vitest/config";
 
 /**
  * Vite 8 transforms TypeScript with oxc, which does not lower TC39 standard decorators yet, and
@@ -22,6 +22,8 @@ export default defineConfig({
   plugins: [standardDecorators()],
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
+    // The packed tarball installed from npm (minutes): `npm run test:package`, vitest.package.config.ts.
+    exclude: [...configDefaults.exclude, "test/package-install.test.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

@@ -1,7 +1,8 @@
 /**
  * Cairn: durable execution for AI agents. The public surface, every export by name.
- * Storage backends beyond memory are subpath exports (`cairn/sqlite`); the conformance suite
- * for custom backends is in `cairn/testing`.
+ * Storage backends beyond memory are subpath exports (`cairn/sqlite`, `cairn/postgres`); models
+ * over the AI SDK are in `cairn/ai-sdk`; the test runtime is in `cairn/testing`. The subpaths that
+ * need an optional peer dependency (`pg`, the AI SDK packages) fail with a message naming it.
  */
 
 export {
@@ -198,8 +199,6 @@ export type {
 export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { describeWait } from "./core/wait-description.ts";
-export { AiSdkModel, type AiSdkModelOptions } from "./llm/ai-sdk-model.ts";
-export { anthropic, modelFromEnvironment, openai, type ProviderOptions } from "./llm/providers.ts";
 export {
   ScriptedModel,
   type ScriptedModelOptions,

@@ -9,8 +9,11 @@ import { root } from "./helpers/cli.ts";
  * (`cairn/testing/conformance`) needs it.
  */
 
-/** The bare modules (packages) that `entry` imports, following its relative imports. */
-function packagesOf(entry: string): Set<string> {
+/**
+ * The bare modules (packages) that `entry` imports, following its relative imports; with
+ * `valuesOnly`, the ones it loads when imported (not `import type`, erased at build).
+ */
+function packagesOf(entry: string, valuesOnly = false): Set<string> {
   const seen = new Set<string>();
   const packages = new Set<string>();
   const visit = (file: string) => {
@@ -19,6 +22,7 @@ function packagesOf(entry: string): Set<string> {
     const text = readFileSync(file, "utf8");
     for (const match of text.matchAll(/^(?:import|export)\s[^;]*?from\s+"([^"]+)";/gms)) {
       const spec = match[1] as string;
+      if (valuesOnly && /^(?:import|export)\s+type\s/.test(match[0])) continue;
       if (spec.startsWith(".")) visit(resolve(dirname(file), spec));
       else packages.add(spec.startsWith("@") ? spec.split("/").slice(0, 2).join("/") : (spec.split("/")[0] as string));
     }
@@ -35,5 +39,26 @@ describe("package entries", () => {
 
   it("the conformance suite is the entry that needs Vitest", () => {
     expect([...packagesOf("testing-conformance.ts")]).toContain("vitest");
+  });
+
+  it("the root entry and cairn/testing load no optional peer dependency (they load at first use)", () => {
+    const optional = [
+      "pg",
+      "@ai-sdk/provider",
+      "@ai-sdk/openai",
+      "@ai-sdk/anthropic",
+      "@modelcontextprotocol/sdk",
+      "tsx",
+    ];
+    for (const entry of ["index.ts", "testing.ts", "sqlite.ts", "server.ts", "client.ts"]) {
+      const loaded = [...packagesOf(entry, true)];
+      expect(
+        loaded.filter((p) => optional.includes(p)),
+        entry,
+      ).toEqual([]);
+    }
+    // The check sees them where they are imported for their values.
+    const all = [...packagesOf("index.ts")];
+    expect(all).toContain("@modelcontextprotocol/sdk"); // as types only
   });
 });

@@ -12,7 +12,8 @@
 import { chmodSync, mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { parseArgs } from "node:util";
-import { modelFromEnvironment, type RunRecord, Runtime, ScriptedModel, silentLogger } from "../../src/index.ts";
+import { modelFromEnvironment } from "../../src/ai-sdk.ts";
+import { type RunRecord, Runtime, ScriptedModel, silentLogger } from "../../src/index.ts";
 import type { DirectorySandbox } from "../../src/sandbox.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
 import { deleteBehindItsBack, sandboxPids } from "./delete-sandbox.ts";

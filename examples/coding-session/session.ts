@@ -34,7 +34,8 @@
 import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
-import { defineAgent, defineConfig, modelFromEnvironment, ScriptedModel } from "../../src/index.ts";
+import { modelFromEnvironment } from "../../src/ai-sdk.ts";
+import { defineAgent, defineConfig, ScriptedModel } from "../../src/index.ts";
 import { BubblewrapProvider, LocalSandboxProvider, type SandboxProvider } from "../../src/sandbox.ts";
 import { type PullRequest, startForge } from "./forge.ts";
 import { createRemote } from "./git-remote.ts";

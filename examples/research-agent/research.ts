@@ -14,13 +14,13 @@
  * In a project of your own, import from "cairn" instead of "../../src/index.ts".
  */
 import { z } from "zod";
+import { modelFromEnvironment } from "../../src/ai-sdk.ts";
 import {
   type ChatMessage,
   defineAgent,
   defineConfig,
   defineTool,
   type GenerateRequest,
-  modelFromEnvironment,
   ScriptedModel,
   type ScriptedTurn,
 } from "../../src/index.ts";

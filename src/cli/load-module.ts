@@ -19,7 +19,7 @@ export interface AgentModule {
 }
 
 /**
- * Imports an agent module (TypeScript works: the `cairn` bin registers tsx). Its agents are the
+ * Imports an agent module (TypeScript works when tsx is installed: the `cairn` bin registers it). Its agents are the
  * exports for which `isAgentLike` holds; its config is the `runtimeOptions` export, else a
  * default export that is a plain object and not an agent.
  */
@@ -34,9 +34,7 @@ export async function loadAgentModule(path: string, cwd = process.cwd()): Promis
   try {
     exports = (await import(pathToFileURL(file).href)) as Record<string, unknown>;
   } catch (cause) {
-    throw new CliError(`module "${path}" could not be loaded: ${(cause as Error)?.message ?? String(cause)}`, {
-      cause,
-    });
+    throw new CliError(`module "${path}" could not be loaded: ${loadFailure(cause, file)}`, { cause });
   }
   const agents = new Map<string, AgentDefinition>();
   for (const [exportName, value] of Object.entries(exports)) {
@@ -56,6 +54,20 @@ export async function loadAgentModule(path: string, cwd = process.cwd()): Promis
     );
   }
   return { file, path, agents, config: findConfig(exports, path) };
+}
+
+/**
+ * Why a module failed to load. A TypeScript module that Node cannot load by itself needs tsx, an
+ * optional peer dependency of cairn that the `cairn` bin registers when it is installed.
+ */
+function loadFailure(cause: unknown, file: string): string {
+  const message = (cause as Error)?.message ?? String(cause);
+  const code = (cause as { code?: unknown } | null)?.code;
+  const typescript = /\.[cm]?tsx?$/.test(file);
+  if (typescript && (code === "ERR_UNKNOWN_FILE_EXTENSION" || code === "ERR_UNSUPPORTED_TYPESCRIPT_SYNTAX")) {
+    return `${message}; to run TypeScript modules the cairn CLI needs tsx: run \`npm install -D tsx\` in your app`;
+  }
+  return message;
 }
 
 function findConfig(exports: Record<string, unknown>, path: string): CairnConfig {

@@ -10,6 +10,7 @@ import { cancelCommand } from "./commands/cancel.ts";
 import { costCommand } from "./commands/cost.ts";
 import { exportCommand } from "./commands/export.ts";
 import { forkCommand, rerunCommand } from "./commands/fork.ts";
+import { initCommand } from "./commands/init.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
 import { replayCommand } from "./commands/replay.ts";
@@ -48,6 +49,7 @@ export const COMMANDS: readonly Command[] = [
   workerCommand,
   sandboxesCommand,
   migrateCommand,
+  initCommand,
 ];
 
 /**

@@ -22,6 +22,7 @@ import {
   LeaseLostError,
   MaxTurnsExceededError,
   McpError,
+  MissingPeerDependencyError,
   ModelRequestError,
   ModelUnavailableError,
   NotSerializableError,
@@ -113,6 +114,7 @@ const CLASS_OF: { readonly [C in CairnErrorCode]: abstract new (...args: never[]
   MCP_FAILED: McpError,
   SANDBOX_LOST: SandboxLostError,
   SANDBOX_UNAVAILABLE: SandboxUnavailableError,
+  MISSING_PEER_DEPENDENCY: MissingPeerDependencyError,
 };
 
 /**

@@ -23,6 +23,7 @@ export {
   IllegalTransitionError,
   InvalidDefinitionError,
   InvalidInputError,
+  MissingPeerDependencyError,
   NotSerializableError,
   ReplayDivergenceError,
   RuntimeClosedError,

@@ -48,3 +48,10 @@ export interface McpTools {
   /** Closes every connection (stdio servers are stopped). */
   close(): Promise<void>;
 }
+
+/** Where `McpClients` writes its log lines (the runtime's logger). */
+export type McpLog = (
+  level: "debug" | "info" | "warn" | "error",
+  message: string,
+  fields: Record<string, unknown>,
+) => void;

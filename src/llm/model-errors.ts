@@ -1,17 +1,6 @@
-import {
-  APICallError,
-  EmptyResponseBodyError,
-  InvalidArgumentError,
-  InvalidPromptError,
-  InvalidResponseDataError,
-  JSONParseError,
-  LoadAPIKeyError,
-  LoadSettingError,
-  NoSuchModelError,
-  TypeValidationError,
-  UnsupportedFunctionalityError,
-} from "@ai-sdk/provider";
+import type { APICallError } from "@ai-sdk/provider";
 import { CairnError, ContextOverflowError, ModelRequestError, ModelUnavailableError } from "../core/errors.ts";
+import { aiSdkProvider } from "./ai-sdk-peers.ts";
 
 /**
  * What a failed AI SDK call means for the runtime, which owns retries: a class that says whether a
@@ -59,6 +48,19 @@ const CONTEXT_OVERFLOW =
  */
 export function modelError(error: unknown, provider: string): Error {
   if (error instanceof CairnError) return error;
+  const {
+    APICallError,
+    EmptyResponseBodyError,
+    InvalidArgumentError,
+    InvalidPromptError,
+    InvalidResponseDataError,
+    JSONParseError,
+    LoadAPIKeyError,
+    LoadSettingError,
+    NoSuchModelError,
+    TypeValidationError,
+    UnsupportedFunctionalityError,
+  } = aiSdkProvider();
   if (APICallError.isInstance(error)) return apiCallError(error, provider);
   if (
     InvalidResponseDataError.isInstance(error) ||

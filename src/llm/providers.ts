@@ -1,8 +1,7 @@
-import { createAnthropic } from "@ai-sdk/anthropic";
-import { createOpenAI } from "@ai-sdk/openai";
 import { InvalidDefinitionError } from "../core/errors.ts";
 import type { ModelProvider } from "../core/model-provider.ts";
 import { AiSdkModel } from "./ai-sdk-model.ts";
+import { anthropicPackage, openaiPackage } from "./ai-sdk-peers.ts";
 
 /**
  * Options of {@link openai} and {@link anthropic}. The key stays in the provider (sent as a
@@ -29,7 +28,7 @@ export interface ProviderOptions {
  * new Runtime({ agents, models: { default: openai("gpt-4o-mini") } })
  */
 export function openai(modelId: string, options: ProviderOptions = {}): AiSdkModel {
-  const provider = createOpenAI({
+  const provider = openaiPackage().createOpenAI({
     ...(options.apiKey !== undefined && { apiKey: options.apiKey }),
     ...(options.baseURL !== undefined && { baseURL: options.baseURL }),
     ...(options.headers !== undefined && { headers: options.headers }),
@@ -44,7 +43,7 @@ export function openai(modelId: string, options: ProviderOptions = {}): AiSdkMod
  * new Runtime({ agents, models: { default: anthropic("claude-haiku-4-5") } })
  */
 export function anthropic(modelId: string, options: ProviderOptions = {}): AiSdkModel {
-  const provider = createAnthropic({
+  const provider = anthropicPackage().createAnthropic({
     ...(options.apiKey !== undefined && { apiKey: options.apiKey }),
     ...(options.baseURL !== undefined && { baseURL: options.baseURL }),
     ...(options.headers !== undefined && { headers: options.headers }),

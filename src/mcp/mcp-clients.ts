@@ -1,16 +1,11 @@
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import {
-  ErrorCode,
-  McpError as SdkMcpError,
-  ToolListChangedNotificationSchema,
-} from "@modelcontextprotocol/sdk/types.js";
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { McpError, RuntimeClosedError, UnknownNameError } from "../core/errors.ts";
-import type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "../core/mcp-tools.ts";
+import type { McpCallResult, McpLog, McpServerConfig, McpToolInfo, McpTools } from "../core/mcp-tools.ts";
 import { toCallResult } from "./mcp-call-result.ts";
-import { type Connection, type McpLog, openTransport } from "./mcp-connection.ts";
+import { type Connection, openTransport } from "./mcp-connection.ts";
 import { connectError, describe, urlOf } from "./mcp-errors.ts";
+import { mcpSdk } from "./mcp-sdk.ts";
 import { abortable, withTimeout } from "./promise-limits.ts";
 
 /** Options of {@link McpClients}. */
@@ -41,7 +36,9 @@ export interface McpClientsOptions {
  * a connection that fails or closes is dropped so that the next call reconnects.
  *
  * A tool that reports an error resolves with `isError: true`; a server that cannot be started,
- * reached or understood rejects with a retryable `McpError`.
+ * reached or understood rejects with a retryable `McpError`. The SDK
+ * (`@modelcontextprotocol/sdk`) is an optional peer dependency of cairn: without it, constructing
+ * with servers throws a MissingPeerDependencyError that says how to install it.
  *
  * @example
  * const mcp = new McpClients({
@@ -71,6 +68,8 @@ export class McpClients implements McpTools {
     this.#connectTimeoutMs = options.connectTimeoutMs ?? 60_000;
     this.#callTimeoutMs = options.callTimeoutMs ?? 60_000;
     this.#log = options.log ?? (() => {});
+    // The MCP SDK is an optional peer dependency: without it, servers fail here, naming it.
+    if (this.servers.length > 0) mcpSdk();
   }
 
   /** The tools `server` offers, as the server names them; throws `UnknownNameError` for an unknown server. */
@@ -170,6 +169,7 @@ export class McpClients implements McpTools {
   }
 
   #open(server: string, config: McpServerConfig): Connection {
+    const { Client, StdioClientTransport, ToolListChangedNotificationSchema } = mcpSdk();
     const client = new Client({ name: this.#clientName, version: "0.1.0" });
     let onClosed = () => {};
     const conn: Connection = {
@@ -269,9 +269,9 @@ export class McpClients implements McpTools {
     // A JSON-RPC error the server answered leaves the connection usable, and so does a request
     // that timed out (other calls may be running on it); anything else (closed pipe, failed
     // fetch, unknown HTTP session, a malformed message) means reconnecting.
-    const keep = error instanceof SdkMcpError && error.code !== ErrorCode.ConnectionClosed;
+    const keep = error instanceof mcpSdk().McpError && error.code !== mcpSdk().ErrorCode.ConnectionClosed;
     if (!keep) this.#drop(conn);
-    const timedOut = error instanceof SdkMcpError && error.code === ErrorCode.RequestTimeout;
+    const timedOut = error instanceof mcpSdk().McpError && error.code === mcpSdk().ErrorCode.RequestTimeout;
     const hint = timedOut
       ? `; it took longer than ${this.#callTimeoutMs} ms (callTimeoutMs)`
       : keep
@@ -287,7 +287,7 @@ export class McpClients implements McpTools {
     conn.disposed = (async () => {
       try {
         const transport = conn.transport;
-        if (transport instanceof StreamableHTTPClientTransport && transport.sessionId !== undefined) {
+        if (transport instanceof mcpSdk().StreamableHTTPClientTransport && transport.sessionId !== undefined) {
           // Ends the server's session (HTTP DELETE) rather than leaving it to time out.
           await withTimeout(transport.terminateSession(), 2_000).catch(() => {});
         }
@@ -295,7 +295,7 @@ export class McpClients implements McpTools {
         // 4 s. When the handshake failed the SDK is already closing, and its close() returns at once:
         // waiting for `closed` is what makes `close()` return only once the process is gone.
         await conn.client.close();
-        if (conn.transport instanceof StdioClientTransport) await withTimeout(conn.closed, 5_000);
+        if (conn.transport instanceof mcpSdk().StdioClientTransport) await withTimeout(conn.closed, 5_000);
         this.#log("debug", `MCP server "${conn.server}" disconnected`, { server: conn.server });
       } catch (error) {
         this.#log("warn", `MCP server "${conn.server}" did not close cleanly: ${describe(error)}`, {

@@ -1,15 +1,9 @@
 import type { Readable } from "node:stream";
 import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { McpServerConfig, McpToolInfo } from "../core/mcp-tools.ts";
-
-/** Where `McpClients` writes its log lines (the runtime's logger). */
-export type McpLog = (
-  level: "debug" | "info" | "warn" | "error",
-  message: string,
-  fields: Record<string, unknown>,
-) => void;
+import type { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+import type { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import type { McpLog, McpServerConfig, McpToolInfo } from "../core/mcp-tools.ts";
+import { mcpSdk } from "./mcp-sdk.ts";
 
 /** One connection to one server: opened on first use, dropped when it fails or closes. */
 export interface Connection {
@@ -41,6 +35,7 @@ export function openTransport(
   config: McpServerConfig,
   log: McpLog,
 ): StdioClientTransport | StreamableHTTPClientTransport {
+  const { StdioClientTransport, StreamableHTTPClientTransport } = mcpSdk();
   if ("url" in config) {
     return new StreamableHTTPClientTransport(new URL(config.url), {
       ...(config.headers === undefined ? {} : { requestInit: { headers: config.headers } }),

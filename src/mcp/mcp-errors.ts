@@ -1,7 +1,7 @@
-import { ErrorCode, McpError as SdkMcpError } from "@modelcontextprotocol/sdk/types.js";
 import { McpError } from "../core/errors.ts";
 import type { McpServerConfig } from "../core/mcp-tools.ts";
 import type { Connection } from "./mcp-connection.ts";
+import { mcpSdk } from "./mcp-sdk.ts";
 
 /** The `McpError` of a server that could not be started, reached or greeted: what to check, and where. */
 export function connectError(
@@ -11,7 +11,7 @@ export function connectError(
   connectTimeoutMs: number,
 ): McpError {
   const where = `new Runtime({ mcp: { ${conn.server}: ... } })`;
-  const timedOut = error instanceof SdkMcpError && error.code === ErrorCode.RequestTimeout;
+  const timedOut = error instanceof mcpSdk().McpError && error.code === mcpSdk().ErrorCode.RequestTimeout;
   let message: string;
   if ("url" in config) {
     message = timedOut

@@ -93,6 +93,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   MCP_FAILED: 500,
   SANDBOX_LOST: 500,
   SANDBOX_UNAVAILABLE: 500,
+  MISSING_PEER_DEPENDENCY: 500,
 };
 
 /** An error the HTTP layer raises itself (authentication, roles, bodies, routes). */

@@ -17,6 +17,7 @@ import type { TransitionRequest } from "../contract/transition-store.ts";
 import type { ResolveWaitRequest, ResolveWaitResult, SuspendRequest, SuspendResult } from "../contract/wait-store.ts";
 import type { Wake } from "../contract/wake-ups.ts";
 import { inlineLimit } from "../rows/blob-payloads.ts";
+import { pgDriver } from "./pg-driver.ts";
 import { makePool, PostgresConnection } from "./postgres-connection.ts";
 import { describeTarget } from "./postgres-errors.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
@@ -83,6 +84,7 @@ export class PostgresBackend implements RuntimeBackend {
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
+    pgDriver(); // fails now, naming `npm install pg`, when the optional peer is missing
     const { schema, transactionIdleTimeoutMs } = checkOptions(options);
     this.#options = options;
     this.schema = schema;

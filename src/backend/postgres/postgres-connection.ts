@@ -1,5 +1,6 @@
-import pg from "pg";
+import type pg from "pg";
 import { StorageError } from "../../core/errors.ts";
+import { pgDriver } from "./pg-driver.ts";
 import { isConnectionError, PassThrough, type PostgresTarget, toStorageError } from "./postgres-errors.ts";
 import type { PostgresBackendOptions } from "./postgres-options.ts";
 import { type Sql, TYPES } from "./postgres-sql.ts";
@@ -118,7 +119,7 @@ const KEEPALIVE_IDLE_MS = 10_000;
 
 /** The pool a backend makes for itself from its options. */
 export function makePool(options: PostgresBackendOptions): pg.Pool {
-  const pool = new pg.Pool({
+  const pool = new (pgDriver().Pool)({
     ...(options.connectionString === undefined ? {} : { connectionString: options.connectionString }),
     max: options.max ?? 10,
     connectionTimeoutMillis: options.connectTimeoutMs ?? 10_000,

@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
 import type { Wake } from "../contract/wake-ups.ts";
+import { pgDriver } from "./pg-driver.ts";
 import type { PostgresConnection } from "./postgres-connection.ts";
 
 /**
@@ -88,7 +89,7 @@ export class WakeListener {
     client.on("error", lost);
     client.on("end", lost);
     await client.connect();
-    await client.query(`LISTEN ${pg.escapeIdentifier(this.#channel)}`);
+    await client.query(`LISTEN ${pgDriver().escapeIdentifier(this.#channel)}`);
     if (this.#stopped || dropped) {
       await client.end().catch(() => undefined);
       // A server going down can send its "terminating connection" right behind the LISTEN's reply,
@@ -136,7 +137,7 @@ export async function listenForWakeUps(
     channel,
     onWake: listener,
     connect: () => {
-      const client = new pg.Client({ ...pool.options, application_name: "cairn-listener" });
+      const client = new (pgDriver().Client)({ ...pool.options, application_name: "cairn-listener" });
       client.on("error", () => {});
       return client;
     },

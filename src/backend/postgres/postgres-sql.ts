@@ -1,6 +1,7 @@
 import { createHash } from "node:crypto";
-import pg from "pg";
+import type pg from "pg";
 import { TERMINAL_STATES } from "../../core/run-state.ts";
+import { pgDriver } from "./pg-driver.ts";
 
 /** A named SQL statement: prepared once per connection under `name`. */
 export interface Sql {
@@ -72,6 +73,6 @@ export const TYPES: pg.CustomTypesConfig = {
   getTypeParser: ((oid: number, format?: "text" | "binary") => {
     if (oid === INT8) return int8ToNumber;
     if (oid === JSON_OID || oid === JSONB_OID) return rawText;
-    return format === undefined ? pg.types.getTypeParser(oid) : pg.types.getTypeParser(oid, format);
+    return format === undefined ? pgDriver().types.getTypeParser(oid) : pgDriver().types.getTypeParser(oid, format);
   }) as pg.CustomTypesConfig["getTypeParser"],
 };

@@ -62,7 +62,8 @@ export type CairnErrorCode =
   | "AGENT_LOOP_STUCK"
   | "MCP_FAILED"
   | "SANDBOX_LOST"
-  | "SANDBOX_UNAVAILABLE";
+  | "SANDBOX_UNAVAILABLE"
+  | "MISSING_PEER_DEPENDENCY";
 
 /** Options every Cairn error accepts. */
 export interface CairnErrorOptions {

@@ -112,7 +112,27 @@ export class StorageRejectedError extends CairnError {
   }
 }
 
+/**
+ * A feature needs an optional peer dependency that is not installed (`pg` for `cairn/postgres`,
+ * an AI SDK provider for `cairn/ai-sdk`, the MCP SDK for the runtime's `mcp` servers). The
+ * message names the package and the command that installs it; `packageName` and `feature` say
+ * the same as data. Installing does not happen by retrying, so it is never retried.
+ */
+export class MissingPeerDependencyError extends CairnError {
+  readonly code = "MISSING_PEER_DEPENDENCY" as const;
+  /** The npm package to install, e.g. "pg". */
+  readonly packageName: string;
+  /** What needs it, e.g. "cairn/postgres". */
+  readonly feature: string;
+  constructor(message: string, details: { packageName: string; feature: string }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.packageName = details.packageName;
+    this.feature = details.feature;
+  }
+}
+
 markErrorClasses({
+  MissingPeerDependencyError,
   IllegalTransitionError,
   ReplayDivergenceError,
   InvalidInputError,
