@@ -14,11 +14,7 @@ import { allRelativeLinks, headingAnchors, relativeLinks, repoRoot } from "./hel
  * them that still does not resolve then fails like any other.
  */
 const EXPECTED_SOON = new Set([
-  "docs/guides/sandboxes.md",
-  "docs/guides/coding-session.md",
   "docs/guides/moving-runs.md",
-  "docs/guides/fork-and-replay.md",
-  "docs/guides/performance.md",
 ]);
 
 describe("the documentation's links", () => {
