@@ -1,4 +1,5 @@
 import type { ChildWaitSweep } from "./contract/child-wait-sweep.ts";
+import type { ImportStore } from "./contract/import-store.ts";
 import type { JournalStore } from "./contract/journal-store.ts";
 import type { LeaseStore } from "./contract/lease-store.ts";
 import type { RunStore } from "./contract/run-store.ts";
@@ -10,6 +11,7 @@ import type { WaitStore } from "./contract/wait-store.ts";
 import type { WakeUps } from "./contract/wake-ups.ts";
 
 export type { ChildWaitSweep } from "./contract/child-wait-sweep.ts";
+export type { ImportRunInput, ImportRunResult, ImportStore } from "./contract/import-store.ts";
 export type { JournalStore } from "./contract/journal-store.ts";
 export type {
   ClaimedRun,
@@ -58,6 +60,7 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | waits | {@link WaitStore} | `waits-conformance.ts`, `wait-resolution-conformance.ts` |
  * | signals | {@link SignalStore} | `signals-conformance.ts` |
  * | stops | {@link StopStore} | `stops-conformance.ts` |
+ * | imports | {@link ImportStore} | `imports-conformance.ts` |
  * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
  * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
@@ -75,6 +78,7 @@ export interface RuntimeBackend
     StopStore,
     ChildWaitSweep,
     WakeUps,
+    ImportStore,
     TransitionFeed {
   /** Short name for messages and benchmarks ("memory", "sqlite", ...). */
   readonly name: string;

@@ -49,6 +49,8 @@ export {
 export {
   AlreadyDecidedError,
   CancelledError,
+  ContractAlteredError,
+  ImportConflictError,
   LeaseLostError,
   RunEndedError,
   RunNotCompletedError,

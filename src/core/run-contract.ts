@@ -52,7 +52,8 @@ export type ContractState =
   | "blocked"
   | "interrupted"
   | "cancelled"
-  | "compensated";
+  | "compensated"
+  | "moved";
 
 /** Maps a Cairn state (and paused reason) to the contract's vocabulary (see {@link ContractState}). */
 export function contractState(state: RunState, pausedReason: PausedReason | null): ContractState {

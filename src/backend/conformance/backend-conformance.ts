@@ -3,6 +3,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import { describeChildWaitSweep } from "./child-wait-sweep-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
+import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
@@ -93,6 +94,7 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeChildWaitSweep(use);
     describeEffects(use);
     describeUsage(use);
+    describeImports(use);
     if (options.wakeUps) {
       describeWakeUps(use);
     } else {

@@ -8,6 +8,7 @@ import type {
   WaitRecord,
 } from "../../core/records.ts";
 import type { RuntimeBackend } from "../backend.ts";
+import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -19,6 +20,7 @@ import { inlineLimit } from "../rows/blob-payloads.ts";
 import { SqliteConnection } from "./sqlite-connection.ts";
 import { toStorageError } from "./sqlite-errors.ts";
 import { SqliteFeed } from "./sqlite-feed.ts";
+import { SqliteImports } from "./sqlite-imports.ts";
 import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
@@ -35,6 +37,7 @@ export type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.t
 interface SqliteParts {
   readonly connection: SqliteConnection;
   readonly runs: SqliteRuns;
+  readonly imports: SqliteImports;
   readonly leases: SqliteLeases;
   readonly transitions: SqliteTransitions;
   readonly journal: SqliteJournal;
@@ -88,6 +91,7 @@ export class SqliteBackend implements RuntimeBackend {
       this.#parts = {
         connection,
         runs: new SqliteRuns(connection, s),
+        imports: new SqliteImports(connection, s, this.inlineLimitBytes),
         leases: new SqliteLeases(connection, s),
         transitions: new SqliteTransitions(connection, s, this.inlineLimitBytes),
         journal: new SqliteJournal(connection, s, this.inlineLimitBytes),
@@ -118,6 +122,10 @@ export class SqliteBackend implements RuntimeBackend {
 
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {
     return this.#open().runs.createRun(input);
+  }
+
+  async importRun(input: ImportRunInput): Promise<ImportRunResult> {
+    return this.#open().imports.importRun(input);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
