@@ -9,6 +9,7 @@ import { approveCommand, denyCommand } from "./commands/approve.ts";
 import { cancelCommand } from "./commands/cancel.ts";
 import { costCommand } from "./commands/cost.ts";
 import { exportCommand } from "./commands/export.ts";
+import { importCommand } from "./commands/import.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
 import { resumeCommand } from "./commands/resume.ts";
@@ -27,6 +28,7 @@ export const COMMANDS: readonly Command[] = [
   runsCommand,
   showCommand,
   exportCommand,
+  importCommand,
   resumeCommand,
   signalCommand,
   answerCommand,

@@ -1,3 +1,4 @@
+import type { ContractDigest } from "./contract-digest.ts";
 import type { SerializedError } from "./errors.ts";
 import type {
   AcceptanceRecord,
@@ -77,7 +78,15 @@ export function contractState(state: RunState, pausedReason: PausedReason | null
 /** One run, exported: see the module comment. Every section is always present. */
 export interface RunContract {
   /** What this document is. */
-  contract: { version: typeof RUN_CONTRACT_VERSION; exportedAt: string };
+  contract: {
+    version: typeof RUN_CONTRACT_VERSION;
+    exportedAt: string;
+    /**
+     * sha-256 over the canonical text of every other section, and per field, so that an import
+     * of an altered contract names the field that changed (`core/contract-digest.ts`).
+     */
+    digest: ContractDigest;
+  };
   job: ContractJob;
   run: ContractRun;
   checkpoint: ContractCheckpoint;
@@ -87,6 +96,8 @@ export interface RunContract {
   effects: ContractEffect[];
   /** Every wait of the run (questions, signals, timers, approvals, children, retry backoffs). */
   waits: ContractWait[];
+  /** The run's inbox: every signal it received, read (`consumedBy` a wait) or not yet. */
+  signals: ContractSignal[];
   /** The waits of kind `approval`, with their decision. */
   approvals: ContractApproval[];
   /** Where the run's code executed: no sandbox exists in Cairn yet, so `sandbox` is null. */
@@ -128,6 +139,10 @@ export interface ContractRun {
   state: RunState;
   contractState: ContractState;
   pausedReason: PausedReason | null;
+  /** The lease epoch the run reached (every claim adds one); an import keeps counting from it. */
+  epoch: number;
+  /** What happens to it when its parent ends while it is open; null for a top-level run. */
+  parentClosePolicy: "suspend" | "cancel" | "abandon" | null;
   createdAt: string;
   updatedAt: string;
   transitions: ContractTransition[];
@@ -181,6 +196,16 @@ export interface ContractRetry {
   heartbeatTimeoutMs: number | null;
   /** Why `policy` is null. */
   note: string | null;
+}
+
+/** One signal of the run's inbox. */
+export interface ContractSignal {
+  messageId: string;
+  name: string;
+  payload: Json;
+  receivedAt: string;
+  /** The wait it resolved, or null while it waits in the inbox. */
+  consumedBy: string | null;
 }
 
 /** One attempt of a step. */

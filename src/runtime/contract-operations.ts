@@ -38,10 +38,11 @@ const PAGE = 500;
 /** The run contract of a run (see `run-contract.ts`); `RunNotFoundError` for an unknown id. */
 export async function exportRunContract(host: ContractOperationsHost, runId: string): Promise<RunContract> {
   const run = await host.getRun(runId);
-  const [transitions, steps, waits, children] = await Promise.all([
+  const [transitions, steps, waits, signals, children] = await Promise.all([
     host.backend.listTransitions(runId),
     host.backend.loadSteps(runId),
     host.backend.loadWaits(runId),
+    host.backend.listSignals(runId),
     allRuns(host.backend, { parentRunId: runId }),
   ]);
   return buildRunContract({
@@ -49,6 +50,7 @@ export async function exportRunContract(host: ContractOperationsHost, runId: str
     transitions,
     steps,
     waits,
+    signals,
     children,
     store: storeOf(host.backend),
     agent: host.agent(run.agent),

@@ -1,5 +1,14 @@
 import type { AgentDefinition } from "../core/agent-definition.ts";
-import type { EffectRecord, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
+import { digestContract } from "../core/contract-digest.ts";
+import type {
+  EffectRecord,
+  Json,
+  RunRecord,
+  SignalRecord,
+  StepRecord,
+  TransitionRecord,
+  WaitRecord,
+} from "../core/records.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
 import {
   type ContractApproval,
@@ -29,6 +38,8 @@ export interface RunContractInput {
   steps: readonly StepRecord[];
   /** The run's waits. */
   waits: readonly WaitRecord[];
+  /** The run's inbox of signals. */
+  signals: readonly SignalRecord[];
   /** The runs it spawned. */
   children: readonly RunRecord[];
   /** Where the run is kept: the backend's name and, when known, its file or schema. */
@@ -50,8 +61,7 @@ export function buildRunContract(input: RunContractInput): RunContract {
   const waits = [...input.waits];
   const effects = effectsOf(steps);
   const { usage, source } = usageOfRun(run, steps);
-  return {
-    contract: { version: RUN_CONTRACT_VERSION, exportedAt: iso(exportedAt) },
+  const body: Omit<RunContract, "contract"> = {
     job: jobOf(run),
     run: {
       id: run.id,
@@ -68,6 +78,8 @@ export function buildRunContract(input: RunContractInput): RunContract {
       state: run.state,
       contractState: contractState(run.state, run.pausedReason),
       pausedReason: run.pausedReason,
+      epoch: run.epoch,
+      parentClosePolicy: run.parentClosePolicy,
       createdAt: iso(run.createdAt),
       updatedAt: iso(run.updatedAt),
       transitions: transitions.map((t) => ({
@@ -86,6 +98,13 @@ export function buildRunContract(input: RunContractInput): RunContract {
     retries: retriesOf(steps, input.agent),
     effects,
     waits: waits.map(waitOf),
+    signals: input.signals.map((s) => ({
+      messageId: s.messageId,
+      name: s.name,
+      payload: s.payload,
+      receivedAt: iso(s.receivedAt),
+      consumedBy: s.consumedBy,
+    })),
     approvals: waits.filter((w) => w.kind === "approval").map(approvalOf),
     isolation: { sandbox: null },
     recovery: {
@@ -109,6 +128,10 @@ export function buildRunContract(input: RunContractInput): RunContract {
     },
     usage: { ...usage, source },
     journal: { steps },
+  };
+  return {
+    contract: { version: RUN_CONTRACT_VERSION, exportedAt: iso(exportedAt), digest: digestContract(body) },
+    ...body,
   };
 }
 

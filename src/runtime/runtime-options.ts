@@ -160,7 +160,7 @@ export interface StartOptions {
  * (the run contract's job). A caller's `meta` may not hold them: each is set by its own option,
  * which is checked, and `module` never comes from a caller's data.
  */
-export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job"] as const;
+export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job", "imported"] as const;
 
 /** One of {@link RESERVED_META_KEYS}. */
 export type ReservedMetaKey = (typeof RESERVED_META_KEYS)[number];
@@ -171,6 +171,7 @@ const INSTEAD: { readonly [K in ReservedMetaKey]: string } = {
   compensate: "the `compensate` option",
   budget: "the `budget` option",
   job: "the `job` option",
+  imported: "`runtime.importRun`, which records where an imported run came from",
 };
 
 /** Why `meta` (a caller's) holds a reserved key, naming it and what to use instead; or undefined. */

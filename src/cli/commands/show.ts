@@ -199,6 +199,13 @@ function printRun(io: Io, run: RunRecord): void {
   }
   const module = run.meta.module;
   if (typeof module === "string") field("module", module);
+  const moved = run.state === "MOVED" ? (run.error?.data as { to?: unknown; digest?: unknown } | undefined) : undefined;
+  if (moved) field("moved to", `${String(moved.to)} (contract ${String(moved.digest)}): continue it there`);
+  const imported = run.meta.imported as { digest?: Json; from?: { backend?: Json; location?: Json } } | undefined;
+  if (imported?.from) {
+    const where = `${imported.from.backend}${imported.from.location ? ` ${imported.from.location}` : ""}`;
+    field("imported", `from ${where} (contract ${imported.digest})`);
+  }
   if (run.parentRunId)
     field("parent", `run ${run.parentRunId} (if it ends first: ${run.parentClosePolicy ?? "suspend"})`);
   if (run.stopRequest) {
