@@ -296,6 +296,14 @@ export const CancelBody = z
 
 export const EmptyBody = z.strictObject({}).openapi("Empty");
 
+export const ImportBody = z.record(z.string(), z.unknown()).openapi("RunContractBody", {
+  description: "a run contract as `GET /api/runs/:id/contract` or `cairn export` gives it",
+});
+
+export const MoveBody = z
+  .strictObject({ to: text("where the run goes, kept in its MOVED record (no credentials)").optional() })
+  .openapi("Move");
+
 export const ReconcileBody = z
   .strictObject({
     outcome: z.enum(["applied", "not_applied"]),
