@@ -92,6 +92,8 @@ export interface RunContract {
   checkpoint: ContractCheckpoint;
   /** Per tool the run called, in the order of its first call. */
   retries: ContractRetry[];
+  /** The retry and timeout rules every step is under, and the cancellation grace. */
+  retryAndTimeout: ContractRetryAndTimeout;
   /** Per effect step, in seq order. */
   effects: ContractEffect[];
   /** Every wait of the run (questions, signals, timers, approvals, children, retry backoffs). */
@@ -114,6 +116,8 @@ export interface RunContract {
  * acceptanceRule, owner, authority } })`, stored as `meta.job`). A field not declared is `null`.
  */
 export interface ContractJob {
+  /** The job's own id, when the starter gave one. */
+  jobId: Json;
   objective: Json;
   acceptanceRule: Json;
   owner: Json;
@@ -134,8 +138,10 @@ export interface ContractRun {
   children: string[];
   continuedFrom: string | null;
   continuedTo: string | null;
-  /** The versions in force at the run's last transition (each transition carries its own). */
+  /** The versions the run started under (each transition carries those in force then). */
   versions: Versions;
+  /** The model and prompt context: its version, the models called and a digest of each request. */
+  modelAndPromptVersions: ContractModelContext;
   state: RunState;
   contractState: ContractState;
   pausedReason: PausedReason | null;
@@ -146,6 +152,38 @@ export interface ContractRun {
   createdAt: string;
   updatedAt: string;
   transitions: ContractTransition[];
+}
+
+/** The models and prompts a run used (the template's `model_and_prompt_versions`). */
+export interface ContractModelContext {
+  /** `versions.context` the run started under, or null. */
+  context: string | null;
+  /** The models called, in the order of their first call. */
+  models: string[];
+  /** Each model call: its step, the model and the digest of its request (prompt, messages, options). */
+  prompts: { seq: number; model: string; digest: string }[];
+}
+
+/** The retry and timeout rules (the template's `retry_and_timeout`); per tool figures are in `retries`. */
+export interface ContractRetryAndTimeout {
+  retryableFailures: string;
+  backoffAndJitter: string;
+  /** A backoff at least this long is a durable pause (awaiting_retry), not a wait in process. */
+  retryPauseThresholdMs: number;
+  /** The runtime's bound on each model call, or null (each model's own). */
+  modelTimeoutMs: number | null;
+  toolTimeouts: string;
+  /** A bound on the whole run: Cairn has none but a `wallTimeMs` budget, so null. */
+  runTimeoutMs: null;
+  /** How long a cancelled run's tools have, after their abort signal, before the worker ends it. */
+  cancellationGraceMs: number;
+}
+
+/** What Cairn does on a process or dependency failure, and how an operator stops the run. */
+export interface ContractRecoveryRules {
+  processFailureAction: string;
+  dependencyFailureAction: string;
+  operatorStopPath: string;
 }
 
 /** One logged state change. */
@@ -164,6 +202,8 @@ export interface ContractTransition {
 /** The last safe resume point and how a resume proceeds from it. */
 export interface ContractCheckpoint {
   store: { backend: string; location: string | null };
+  /** What keeps or deletes the run's records. */
+  retentionAndDeletion: string;
   lastCommittedTransition: { id: number; to: RunState; at: string } | null;
   /** The highest seq of a completed step, or null when none completed. */
   lastCompletedStep: number | null;
@@ -180,6 +220,11 @@ export interface ContractRetry {
   tool: string;
   /** Tool steps of the run with this tool, and their attempts in all. */
   calls: number;
+  /**
+   * The seqs of those steps: each ran under `policy`, the tool's policy in the exporting code
+   * (Cairn does not store a step's policy with it; the workflow version pins the code).
+   */
+  steps: number[];
   attempts: number;
   /** The resolved policy, or null when the agent's code is not loaded (see `note`). */
   policy: {
@@ -240,6 +285,8 @@ export interface ContractEffect {
   reconciliation: { outcome: "applied" | "not_applied"; by: Actor; at: string; note: string | null } | null;
   /** On a compensation's own effect: the seq of the effect it undoes. */
   compensates: number | null;
+  /** How an attempt without a definite outcome is settled; null without the agent's code. */
+  ambiguityRule: string | null;
   compensation: {
     /** The declared tool that undoes it, or null when none is declared. */
     declared: string | null;
@@ -287,7 +334,7 @@ export interface ContractApproval {
 }
 
 /** How the run came back from process and worker losses. */
-export interface ContractRecovery {
+export interface ContractRecovery extends ContractRecoveryRules {
   /** Automatic recoveries used (bounded by the workers' recovery policy). */
   recoveriesUsed: number;
   /** Every transition into INTERRUPTED, with who recorded it and why. */
@@ -332,6 +379,8 @@ export interface ContractUsage extends RunUsage {
  * `meta.job`): what the run contract's `job` section shows.
  */
 export interface JobSpec {
+  /** The job's own id (a ticket, an order), kept apart from the run's id and key. */
+  jobId?: string;
   objective?: string;
   /** How a person decides to accept the result (`accept` / `reject`). */
   acceptanceRule?: string;

@@ -5,6 +5,7 @@ import type { Actor, RunRecord, StepRecord } from "../core/records.ts";
 import type { RunContract } from "../core/run-contract.ts";
 import { buildCostReport, type CostFilter, type CostReport, runsNeedingSteps } from "./cost-report.ts";
 import { buildRunContract } from "./run-contract-builder.ts";
+import type { ContractSettings } from "./run-contract-sections.ts";
 
 /**
  * The client operations on a run's record as a whole — export it as a run contract, accept or
@@ -20,6 +21,8 @@ export interface ContractOperationsHost {
   getRun(runId: string): Promise<RunRecord>;
   /** The agent's definition when this runtime has its code, for its tools' retry policies. */
   agent(name: string): AgentDefinition | undefined;
+  /** The runtime's settings a contract states (grace, recoveries, lease, timeouts). */
+  settings?(): ContractSettings;
 }
 
 /** Options of `accept` and `reject`. */
@@ -55,6 +58,7 @@ export async function exportRunContract(host: ContractOperationsHost, runId: str
     store: storeOf(host.backend),
     agent: host.agent(run.agent),
     exportedAt: host.now(),
+    settings: host.settings?.(),
   });
 }
 

@@ -192,6 +192,7 @@ describe("buildRunContract", () => {
       "run",
       "checkpoint",
       "retries",
+      "retryAndTimeout",
       "effects",
       "waits",
       "signals",
@@ -216,6 +217,7 @@ describe("buildRunContract", () => {
 
   it("leaves the job empty (null) when the starter declared none, and never invents one", () => {
     expect(buildRunContract(input()).job).toEqual({
+      jobId: null,
       objective: null,
       acceptanceRule: null,
       owner: null,
@@ -225,6 +227,7 @@ describe("buildRunContract", () => {
       input({ run: run({ meta: { job: { objective: "pay invoice 7", owner: "finance-ops" } } }) }),
     ).job;
     expect(declared).toEqual({
+      jobId: null,
       objective: "pay invoice 7",
       acceptanceRule: null,
       owner: "finance-ops",

@@ -41,6 +41,14 @@ export interface RuntimeOptions {
    */
   modelTimeoutMs?: number;
   /**
+   * The versions of what runs depend on beyond their code, recorded on every run and transition
+   * and checked on resume (DESIGN §3): `authority` (the mandate or approval regime the runs act
+   * under: a run resumed under another fails VERSION_MISMATCH, resumable once the right one is
+   * deployed), `sandbox` and `context` (the prompt and model context; default: the names of the
+   * runtime's models). A resume under another sandbox or context says so on its RUNNING transition.
+   */
+  versions?: { authority?: string; sandbox?: string; context?: string };
+  /**
    * MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers the model, each call a
    * step. Connected on first use, closed with the runtime. @default {}
    * @example

@@ -262,6 +262,7 @@ export const StartRunBody = z
     job: z
       .strictObject({
         objective: z.string().optional(),
+        jobId: z.string().optional(),
         acceptanceRule: z.string().optional(),
         owner: z.string().optional(),
         authority: z.string().optional(),
