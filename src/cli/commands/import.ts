@@ -23,7 +23,12 @@ export const importCommand: Command = {
   options: { ...DATABASE_OPTIONS },
   async run({ positionals: [file = ""], values }, io) {
     if (file === "") throw usageError("give the contract file: cairn import run.json");
-    const text = readFileSync(file === "-" ? 0 : file, "utf8");
+    let text: string;
+    try {
+      text = readFileSync(file === "-" ? 0 : file, "utf8");
+    } catch (error) {
+      throw usageError(`cannot read ${file}: ${(error as Error).message}`);
+    }
     let contract: unknown;
     try {
       contract = text.trimStart().startsWith("{") ? JSON.parse(text) : parse(text);

@@ -175,7 +175,7 @@ function printRun(io: Io, run: RunRecord): void {
   field("updated", `${dateTime(run.updatedAt)} (${age(run.updatedAt, now)})`);
   field(
     "versions",
-    `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}${run.versions.policy ? `, policies ${run.versions.policy}` : ""}`,
+    `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}${run.versions.policy ? `, policies ${run.versions.policy}` : ""}${versionsBeyond(run)}`,
   );
   const budget = run.meta.budget;
   if (budget && typeof budget === "object" && !Array.isArray(budget)) {
@@ -293,4 +293,14 @@ function effectLabel(step: StepRecord): string {
         ? " (by its status query)"
         : "";
   return `${head}${e.receipt !== undefined ? ` · receipt ${JSON.stringify(e.receipt)}` : ""}${by}`;
+}
+
+/** The authority, sandbox and context versions a run started under, those it has (DESIGN §3). */
+function versionsBeyond(run: RunRecord): string {
+  const { authority, sandbox, context } = run.versions;
+  return [
+    authority ? `, authority ${authority}` : "",
+    sandbox ? `, sandbox ${sandbox}` : "",
+    context ? `, context ${context}` : "",
+  ].join("");
 }
