@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ImportConflictError } from "../../core/errors.ts";
+import { IllegalTransitionError, ImportConflictError } from "../../core/errors.ts";
 import type { RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../../core/records.ts";
 import type { ImportRunInput } from "../contract/import-store.ts";
 import {
@@ -130,6 +130,34 @@ export function describeImports(use: UseBackend): void {
       const again = await b.importRun({ ...input, transitions: input.transitions.slice(0, 1) });
       expect(again).toEqual({ run: input.run, created: false });
       expect(await b.listTransitions(input.run.id)).toHaveLength(3);
+    });
+
+    it("moves a run out only as last seen: MOVED closes its waits; another last transition is refused", async () => {
+      const b = use();
+      const input = pausedImport();
+      await b.importRun(input);
+      const move = (expectLastTransitionId: number) =>
+        b.transition({
+          runId: input.run.id,
+          from: "PAUSED",
+          to: "MOVED",
+          actor: USER,
+          reason: "moved",
+          versions: VERSIONS,
+          at: T0 + 5_000,
+          fence: { unowned: true, now: T0 + 5_000 },
+          expectLastTransitionId,
+          patch: { releaseLease: true },
+        });
+      expect(await refusal(move(2))).toBeInstanceOf(IllegalTransitionError);
+      expect((await b.getRun(input.run.id))?.state).toBe("PAUSED");
+      const { run } = await move(3);
+      expect(run.state).toBe("MOVED");
+      const waits = await b.loadWaits(input.run.id);
+      expect(waits.find((w) => w.id === "w4")?.status).toBe("closed");
+      expect(await b.claimRun({ workerId: "w9", now: T0 + 6_000, leaseMs: LEASE_MS, runId: input.run.id })).toBe(
+        undefined,
+      );
     });
 
     it("refuses a key that names another run, and a record with a gap, storing nothing", async () => {
