@@ -86,94 +86,103 @@ function pausedImport(overrides: Partial<RunRecord> = {}): ImportRunInput {
 /** `importRun`: a whole run written at once, a second import a no-op, refusals that store nothing. */
 export function describeImports(use: UseBackend): void {
   describe("importRun", () => {
-    it("writes the run, its transitions, steps, waits and signals as given, without a lease", async () => {
-      const b = use();
-      const input = pausedImport();
-      const result = await b.importRun(input);
-      expect(result.created).toBe(true);
-      const stored = await storedState(b, input.run.id);
-      expect(stored.run).toEqual({ ...input.run });
-      expect(stored.transitions).toEqual(input.transitions);
-      expect(stored.waits).toEqual(input.waits);
-      expect(stored.signals).toEqual(input.signals);
-      // Steps keep everything but their epoch, which is the run's (the store's own fence).
-      expect(await b.loadSteps(input.run.id)).toEqual(input.steps.map((s) => ({ ...s, epoch: 3 })));
-    });
+    describeImportWrites(use);
+    describeImportFences(use);
+  });
+}
 
-    it("continues from where the run was: a resolved wait resumes it, a claim takes the next epoch", async () => {
-      const b = use();
-      const input = pausedImport();
-      await b.importRun(input);
-      expect(await b.claimRun({ workerId: "w2", now: T0 + 1_000, leaseMs: LEASE_MS, runId: input.run.id })).toBe(
-        undefined,
-      );
-      const resolved = await b.resolveWait({
+/** What an import writes, and how the run continues from it. */
+function describeImportWrites(use: UseBackend): void {
+  it("writes the run, its transitions, steps, waits and signals as given, without a lease", async () => {
+    const b = use();
+    const input = pausedImport();
+    const result = await b.importRun(input);
+    expect(result.created).toBe(true);
+    const stored = await storedState(b, input.run.id);
+    expect(stored.run).toEqual({ ...input.run });
+    expect(stored.transitions).toEqual(input.transitions);
+    expect(stored.waits).toEqual(input.waits);
+    expect(stored.signals).toEqual(input.signals);
+    // Steps keep everything but their epoch, which is the run's (the store's own fence).
+    expect(await b.loadSteps(input.run.id)).toEqual(input.steps.map((s) => ({ ...s, epoch: 3 })));
+  });
+
+  it("continues from where the run was: a resolved wait resumes it, a claim takes the next epoch", async () => {
+    const b = use();
+    const input = pausedImport();
+    await b.importRun(input);
+    expect(await b.claimRun({ workerId: "w2", now: T0 + 1_000, leaseMs: LEASE_MS, runId: input.run.id })).toBe(
+      undefined,
+    );
+    const resolved = await b.resolveWait({
+      runId: input.run.id,
+      waitId: "w4",
+      decide: () => ({ outcome: "approved", by: USER }),
+      actor: USER,
+      reason: "approved",
+      versions: VERSIONS,
+      at: T0 + 2_000,
+    });
+    expect(resolved.run.state).toBe("RESUMING");
+    const claimed = await b.claimRun({ workerId: "w2", now: T0 + 2_000, leaseMs: LEASE_MS, runId: input.run.id });
+    expect(claimed?.epoch).toBe(4);
+    const ids = (await b.listTransitions(input.run.id)).map((t) => t.id);
+    expect(ids).toEqual([1, 2, 3, 4]);
+  });
+
+  it("returns the run its id names without writing anything (a second import)", async () => {
+    const b = use();
+    const input = pausedImport();
+    await b.importRun(input);
+    const again = await b.importRun({ ...input, transitions: input.transitions.slice(0, 1) });
+    expect(again).toEqual({ run: input.run, created: false });
+    expect(await b.listTransitions(input.run.id)).toHaveLength(3);
+  });
+}
+
+/** What an import and a move refuse. */
+function describeImportFences(use: UseBackend): void {
+  it("moves a run out only as last seen: MOVED closes its waits; another last transition is refused", async () => {
+    const b = use();
+    const input = pausedImport();
+    await b.importRun(input);
+    const move = (expectLastTransitionId: number) =>
+      b.transition({
         runId: input.run.id,
-        waitId: "w4",
-        decide: () => ({ outcome: "approved", by: USER }),
+        from: "PAUSED",
+        to: "MOVED",
         actor: USER,
-        reason: "approved",
+        reason: "moved",
         versions: VERSIONS,
-        at: T0 + 2_000,
+        at: T0 + 5_000,
+        fence: { unowned: true, now: T0 + 5_000 },
+        expectLastTransitionId,
+        patch: { releaseLease: true },
       });
-      expect(resolved.run.state).toBe("RESUMING");
-      const claimed = await b.claimRun({ workerId: "w2", now: T0 + 2_000, leaseMs: LEASE_MS, runId: input.run.id });
-      expect(claimed?.epoch).toBe(4);
-      const ids = (await b.listTransitions(input.run.id)).map((t) => t.id);
-      expect(ids).toEqual([1, 2, 3, 4]);
-    });
+    expect(await refusal(move(2))).toBeInstanceOf(IllegalTransitionError);
+    expect((await b.getRun(input.run.id))?.state).toBe("PAUSED");
+    const { run } = await move(3);
+    expect(run.state).toBe("MOVED");
+    const waits = await b.loadWaits(input.run.id);
+    expect(waits.find((w) => w.id === "w4")?.status).toBe("closed");
+    expect(await b.claimRun({ workerId: "w9", now: T0 + 6_000, leaseMs: LEASE_MS, runId: input.run.id })).toBe(
+      undefined,
+    );
+  });
 
-    it("returns the run its id names without writing anything (a second import)", async () => {
-      const b = use();
-      const input = pausedImport();
-      await b.importRun(input);
-      const again = await b.importRun({ ...input, transitions: input.transitions.slice(0, 1) });
-      expect(again).toEqual({ run: input.run, created: false });
-      expect(await b.listTransitions(input.run.id)).toHaveLength(3);
-    });
-
-    it("moves a run out only as last seen: MOVED closes its waits; another last transition is refused", async () => {
-      const b = use();
-      const input = pausedImport();
-      await b.importRun(input);
-      const move = (expectLastTransitionId: number) =>
-        b.transition({
-          runId: input.run.id,
-          from: "PAUSED",
-          to: "MOVED",
-          actor: USER,
-          reason: "moved",
-          versions: VERSIONS,
-          at: T0 + 5_000,
-          fence: { unowned: true, now: T0 + 5_000 },
-          expectLastTransitionId,
-          patch: { releaseLease: true },
-        });
-      expect(await refusal(move(2))).toBeInstanceOf(IllegalTransitionError);
-      expect((await b.getRun(input.run.id))?.state).toBe("PAUSED");
-      const { run } = await move(3);
-      expect(run.state).toBe("MOVED");
-      const waits = await b.loadWaits(input.run.id);
-      expect(waits.find((w) => w.id === "w4")?.status).toBe("closed");
-      expect(await b.claimRun({ workerId: "w9", now: T0 + 6_000, leaseMs: LEASE_MS, runId: input.run.id })).toBe(
-        undefined,
-      );
-    });
-
-    it("refuses a key that names another run, and a record with a gap, storing nothing", async () => {
-      const b = use();
-      const other = await newRun(b, { key: "order-7" });
-      const keyed = pausedImport({ key: "order-7" });
-      expect(await refusal(b.importRun(keyed))).toBeInstanceOf(ImportConflictError);
-      expect((await storedState(b, keyed.run.id)).run).toBeUndefined();
-      expect((await b.getRun(other.id))?.state).toBe("PENDING");
-      const gap = pausedImport();
-      const holed = { ...gap, transitions: [gap.transitions[0], gap.transitions[2]] as TransitionRecord[] };
-      expect(await refusal(b.importRun(holed))).toBeInstanceOf(ImportConflictError);
-      const stored = await storedState(b, gap.run.id);
-      expect(stored.run).toBeUndefined();
-      expect(stored.transitions).toEqual([]);
-      expect(await b.loadWaits(gap.run.id)).toEqual([] as WaitRecord[]);
-    });
+  it("refuses a key that names another run, and a record with a gap, storing nothing", async () => {
+    const b = use();
+    const other = await newRun(b, { key: "order-7" });
+    const keyed = pausedImport({ key: "order-7" });
+    expect(await refusal(b.importRun(keyed))).toBeInstanceOf(ImportConflictError);
+    expect((await storedState(b, keyed.run.id)).run).toBeUndefined();
+    expect((await b.getRun(other.id))?.state).toBe("PENDING");
+    const gap = pausedImport();
+    const holed = { ...gap, transitions: [gap.transitions[0], gap.transitions[2]] as TransitionRecord[] };
+    expect(await refusal(b.importRun(holed))).toBeInstanceOf(ImportConflictError);
+    const stored = await storedState(b, gap.run.id);
+    expect(stored.run).toBeUndefined();
+    expect(stored.transitions).toEqual([]);
+    expect(await b.loadWaits(gap.run.id)).toEqual([] as WaitRecord[]);
   });
 }
