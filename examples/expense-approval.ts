@@ -6,8 +6,8 @@
  *   node bin/cairn.js run examples/expense-approval.ts expenses submit \
  *     --input '{"employee":"ana","amount":420,"purpose":"client dinner"}'
  *
- * then answer the question and approve the payment with the commands the CLI prints (see the
- * README, "Human in the loop"). Everything is local: no network, no API key.
+ * then answer the question and approve the payment with the commands the CLI prints (see
+ * docs/guides/waits-and-approvals.md). Everything is local: no network, no API key.
  *
  * In a project of your own, import from "cairn" instead of "../src/index.ts".
  */

@@ -6,7 +6,7 @@
  * Everything it calls is local and deterministic: the `finance` domain returns made-up figures
  * derived from the quarter, and the default model is a `ScriptedModel` that writes its summary
  * from the figures in the prompt. `CAIRN_DEMO_STEP_DELAY_MS=1500` makes each tool take that long,
- * so a run can be killed halfway and resumed (see the README).
+ * so a run can be killed halfway and resumed (see docs/guides/crash-and-resume.md).
  *
  * In a project of your own, import from "cairn" instead of "../src/index.ts".
  */

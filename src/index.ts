@@ -151,6 +151,7 @@ export type {
   ParentClosePolicy,
   RunRecord,
   RunUsage,
+  SandboxRestore,
   SignalRecord,
   StepKind,
   StepRecord,
@@ -180,6 +181,23 @@ export {
   type RunState,
   TERMINAL_STATES,
 } from "./core/run-state.ts";
+export type {
+  ExecResult,
+  Sandbox,
+  SandboxInfo,
+  SandboxLimits,
+  SandboxMount,
+  SandboxProvider,
+  SandboxSnapshot,
+  SandboxSpec,
+  SandboxStatus,
+} from "./core/sandbox.ts";
+export type {
+  RuntimeSandboxOptions,
+  SandboxExecOptions,
+  SandboxExecResult,
+  SandboxHandle,
+} from "./core/sandbox-handle.ts";
 export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { describeWait } from "./core/wait-description.ts";

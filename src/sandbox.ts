@@ -19,6 +19,12 @@ export type {
   SandboxSpec,
   SandboxStatus,
 } from "./core/sandbox.ts";
+export type {
+  RuntimeSandboxOptions,
+  SandboxExecOptions,
+  SandboxExecResult,
+  SandboxHandle,
+} from "./core/sandbox-handle.ts";
 export {
   type BubblewrapOptions,
   BubblewrapProvider,

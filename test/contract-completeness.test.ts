@@ -84,7 +84,7 @@ const LEFT: Record<string, string> = Object.fromEntries(
     "cleanup_owner",
   ].map((f) => [
     `execution_isolation.${f}`,
-    "the `isolation` section is the sandbox work's (issue 23), left alone here",
+    "held in `isolation.sandboxes[]` for a run that used a sandbox (the sandbox work's section); the run here has none",
   ]),
 );
 

@@ -4,7 +4,7 @@ import { ScriptedModel } from "../src/index.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 
 /**
- * The research-agent example as the README runs it, on its scripted model: the loop searches,
+ * The research-agent example as docs/guides/models-and-agent-loop.md runs it, on its scripted model: the loop searches,
  * reads the two best notes side by side, and answers citing them, each call a step.
  */
 forEachBackend(

@@ -20,7 +20,8 @@
  * leaves the run NEEDS_RECONCILIATION until an operator says what happened (`cairn reconcile`).
  *
  * `MONEY_DEMO_DELAY_MS` makes withdraw and deposit wait that long after the bank answered, so a
- * `kill -9` can land after the money moved and before Cairn recorded it (see the README).
+ * `kill -9` can land after the money moved and before Cairn recorded it (see
+ * docs/guides/effects-and-money.md).
  *
  * In a project of your own, import from "cairn" instead of "../../src/index.ts".
  */

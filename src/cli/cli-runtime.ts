@@ -33,6 +33,7 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     maxHistoryBytes,
     maxHistoryEvents,
     maxUnreadSignals,
+    sandbox,
   } = module?.config ?? {};
   const own = typeof worker === "object" && "ownRuns" in worker ? worker.ownRuns : undefined;
   let workerOptions: WorkerOptions | false;
@@ -54,6 +55,7 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     ...(maxHistoryBytes !== undefined && { maxHistoryBytes }),
     ...(maxHistoryEvents !== undefined && { maxHistoryEvents }),
     ...(maxUnreadSignals !== undefined && { maxUnreadSignals }),
+    ...(sandbox && { sandbox }),
     worker: workerOptions,
   });
 }

@@ -30,6 +30,8 @@ export interface CairnConfig {
   maxHistoryEvents?: number;
   /** Signals a run's inbox may hold unread. @default 1000 */
   maxUnreadSignals?: number;
+  /** Where `ctx.sandbox` makes sandboxes: a provider of `cairn/sandbox`, and a log folder. @default none */
+  sandbox?: NonNullable<RuntimeOptions["sandbox"]>;
 }
 
 /**

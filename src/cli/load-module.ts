@@ -138,6 +138,7 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     "maxHistoryBytes",
     "maxHistoryEvents",
     "maxUnreadSignals",
+    "sandbox",
   ] as const) {
     let chosen: { value: NonNullable<CairnConfig[typeof key]>; path: string } | undefined;
     for (const module of modules) {

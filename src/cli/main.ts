@@ -15,6 +15,7 @@ import { reconcileCommand } from "./commands/reconcile.ts";
 import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
+import { sandboxesCommand } from "./commands/sandboxes.ts";
 import { devCommand, serveCommand } from "./commands/serve.ts";
 import { showCommand } from "./commands/show.ts";
 import { signalCommand } from "./commands/signal.ts";
@@ -42,6 +43,7 @@ export const COMMANDS: readonly Command[] = [
   devCommand,
   serveCommand,
   workerCommand,
+  sandboxesCommand,
   migrateCommand,
 ];
 

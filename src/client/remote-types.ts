@@ -47,7 +47,11 @@ export interface RemoteRunHistory {
 export type RemoteEvent =
   | { id: string; type: "transition"; data: TransitionEventData }
   | { id: string; type: "step"; data: StepRecord }
-  | { id: string; type: "model.start" | "model.text" | "model.retry" | "model.end"; data: RunEvent }
+  | {
+      id: string;
+      type: "model.start" | "model.text" | "model.retry" | "model.end" | "sandbox.output";
+      data: RunEvent;
+    }
   | { id: string; type: "end"; data: RunEndData }
   | { id: string; type: "ready"; data: FeedReadyData };
 

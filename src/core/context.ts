@@ -3,6 +3,8 @@ import type { AgentLoopOptions, AgentLoopResult } from "./agent-loop.ts";
 import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
 import type { Actor, Json, ParentClosePolicy, StepKind } from "./records.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
+import type { SandboxSpec } from "./sandbox.ts";
+import type { SandboxHandle } from "./sandbox-handle.ts";
 
 /**
  * The `ctx` a workflow and a tool receive. Interfaces only: the envelope implements them.
@@ -104,6 +106,17 @@ export interface WorkflowContext<T extends ToolSignatures = ToolSignatures> exte
    * denied) goes back to the model as a tool error; see {@link AgentLoopOptions} for the limits.
    */
   agentLoop(options: AgentLoopOptions): Promise<AgentLoopResult>;
+  /**
+   * The run's sandbox `name` (labelled `<runId>/<name>`), created on first use and found again by
+   * every retry, replay and worker after a crash: a step of kind `sandbox` named `sandbox:<name>`
+   * that records its info. Each call of the handle (`exec`, `readFile`, `writeFile`, `snapshot`,
+   * `restore`, `release`, `destroy`) is a step of its own; every sandbox of a run is destroyed when
+   * the run ends. Needs the runtime's `sandbox` option.
+   * @example
+   * const box = await ctx.sandbox("build", { network: false });
+   * const { exitCode, tail } = await box.exec("npm test", { timeoutMs: 600_000 });
+   */
+  sandbox(name: string, spec?: SandboxSpec): Promise<SandboxHandle>;
   /**
    * For code changes under runs in flight: true when this run reaches this point with the new
    * code (a run started after the change, or one that had not got this far), false when the run

@@ -26,7 +26,16 @@ export type RunEventBody =
    */
   | { type: "model.retry"; seq: number; attempt: number; error: string }
   /** The attempt ended. */
-  | { type: "model.end"; seq: number; attempt: number; status: "completed" | "failed"; error?: string };
+  | { type: "model.end"; seq: number; attempt: number; status: "completed" | "failed"; error?: string }
+  /** Output of a sandbox command (step `seq`), in arrival order within its stream. */
+  | {
+      type: "sandbox.output";
+      seq: number;
+      attempt: number;
+      sandbox: string;
+      stream: "stdout" | "stderr";
+      text: string;
+    };
 
 /** One event of a run's stream: `offset` counts from 0 per run, with no gaps. */
 export type RunEvent = RunEventBody & { runId: string; offset: number; at: number };

@@ -9,13 +9,14 @@ import type { Json } from "./records.ts";
 
 /** The call a policy is asked about, with the run that makes it. */
 export interface PolicyCall {
-  /** What kind of call: a tool, a model call, a domain read or a child run. */
-  kind: "tool" | "llm" | "domain" | "spawn";
+  /** What kind of call: a tool, a model call, a domain read, a child run or a sandbox call. */
+  kind: "tool" | "llm" | "domain" | "spawn" | "sandbox";
   /** The agent whose workflow or tool makes the call. */
   agent: string;
   /**
    * What is called: the tool name; the model key for `llm`; `"<domain>.<entity>"` for `domain`;
-   * `"<agent>.<workflow>"` of the child for `spawn`.
+   * `"<agent>.<workflow>"` of the child for `spawn`; `"<call>:<sandbox name>"` for `sandbox`
+   * (`exec:build`, with the command in `args`).
    */
   name: string;
   /** The call's arguments: the tool's args, the model request, the domain params, the child's input. */
@@ -201,6 +202,7 @@ const CALL_WORDS: Record<PolicyCall["kind"], string> = {
   llm: "model call",
   domain: "domain read",
   spawn: "spawn of",
+  sandbox: "sandbox call",
 };
 
 function ask(policy: Policy, call: PolicyCall): PolicyEvaluation {

@@ -170,7 +170,7 @@ export interface SignalRecord {
 }
 
 /** What kind of `ctx` operation a step is. */
-export type StepKind = "tool" | "domain" | "llm" | "value" | "wait" | "child" | "marker";
+export type StepKind = "tool" | "domain" | "llm" | "value" | "wait" | "child" | "marker" | "sandbox";
 
 /** One attempt of a step. */
 export interface AttemptRecord {
@@ -178,6 +178,20 @@ export interface AttemptRecord {
   startedAt: number;
   endedAt: number | null;
   error?: SerializedError;
+  /** A sandbox call's attempt that found its sandbox lost and restored it from the run's last snapshot. */
+  restored?: SandboxRestore;
+}
+
+/** A lost sandbox restored from a snapshot into a new sandbox with the same label (DESIGN §4, *Sandboxes*). */
+export interface SandboxRestore {
+  /** The name the workflow gave the sandbox. */
+  name: string;
+  /** The lost sandbox's id, when the provider still knew it. */
+  lost: string | null;
+  /** The new sandbox's id. */
+  id: string;
+  snapshot: string;
+  at: number;
 }
 
 /** Token usage and cost of the model calls counted against a step. */

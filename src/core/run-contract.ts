@@ -10,7 +10,14 @@ import type {
   Versions,
   WaitKind,
 } from "./records.ts";
+import type {
+  ContractModelContext,
+  ContractRecoveryRules,
+  ContractRetryAndTimeout,
+  ContractSignal,
+} from "./run-contract-rules.ts";
 import type { PausedReason, RunState } from "./run-state.ts";
+import type { SandboxInfo } from "./sandbox.ts";
 
 /**
  * The run contract (DESIGN §3, "export"): one self-contained record of a run that the people
@@ -26,6 +33,13 @@ import type { PausedReason, RunState } from "./run-state.ts";
  * Plain data types, here in core so that the runtime that builds a contract and the client that
  * reads one over HTTP both import them from below.
  */
+
+export type {
+  ContractModelContext,
+  ContractRecoveryRules,
+  ContractRetryAndTimeout,
+  ContractSignal,
+} from "./run-contract-rules.ts";
 
 /** The version of the contract's shape; a change that is not an addition gets a new one. */
 export const RUN_CONTRACT_VERSION = "cairn.run-contract/1";
@@ -102,13 +116,41 @@ export interface RunContract {
   signals: ContractSignal[];
   /** The waits of kind `approval`, with their decision. */
   approvals: ContractApproval[];
-  /** Where the run's code executed: no sandbox exists in Cairn yet, so `sandbox` is null. */
-  isolation: { sandbox: null };
+  /** Where the run's commands executed: each sandbox of the run (`ctx.sandbox`). */
+  isolation: ContractIsolation;
   recovery: ContractRecovery;
   completion: ContractCompletion;
   usage: ContractUsage;
   /** The stored step records as they are: with `run` and `waits`, enough to rebuild the run. */
   journal: { steps: StepRecord[] };
+}
+
+/** The run's sandboxes (DESIGN §4, *Sandboxes*), from its `sandbox` steps. */
+export interface ContractIsolation {
+  /** False when a sandbox of the run isolated nothing (the local provider); null when it had none. */
+  isolated: boolean | null;
+  /** One per name the workflow gave `ctx.sandbox`, in the order of first use. */
+  sandboxes: ContractSandbox[];
+}
+
+/** One named sandbox of a run: what it was, what happened to it, and when it went. */
+export interface ContractSandbox {
+  name: string;
+  /** `<runId>/<name>`: what the provider knows it by. */
+  label: string;
+  /** What the last `ctx.sandbox` step of this name recorded (id, kind, isolated, network, mounts, limits). */
+  info: SandboxInfo;
+  /** Every sandbox id it had, oldest first (a restore or a rebuild makes a new one). */
+  ids: string[];
+  /** Attempts of its calls that found it lost. */
+  losses: { seq: number; attempt: number; at: string; message: string }[];
+  /** Attempts that restored it from a snapshot into a new sandbox. */
+  restores: { seq: number; attempt: number; at: string; lost: string | null; id: string; snapshot: string }[];
+  /** Its `snapshot` and `release` steps. */
+  snapshots: { seq: number; id: string; bytes: number; at: string }[];
+  /** When it was destroyed (its last call a destroy, a release or the run's cleanup), else null. */
+  destroyedAt: string | null;
+  destroyedBy: "destroy" | "release" | "cleanup" | null;
 }
 
 /**
@@ -152,38 +194,6 @@ export interface ContractRun {
   createdAt: string;
   updatedAt: string;
   transitions: ContractTransition[];
-}
-
-/** The models and prompts a run used (the template's `model_and_prompt_versions`). */
-export interface ContractModelContext {
-  /** `versions.context` the run started under, or null. */
-  context: string | null;
-  /** The models called, in the order of their first call. */
-  models: string[];
-  /** Each model call: its step, the model and the digest of its request (prompt, messages, options). */
-  prompts: { seq: number; model: string; digest: string }[];
-}
-
-/** The retry and timeout rules (the template's `retry_and_timeout`); per tool figures are in `retries`. */
-export interface ContractRetryAndTimeout {
-  retryableFailures: string;
-  backoffAndJitter: string;
-  /** A backoff at least this long is a durable pause (awaiting_retry), not a wait in process. */
-  retryPauseThresholdMs: number;
-  /** The runtime's bound on each model call, or null (each model's own). */
-  modelTimeoutMs: number | null;
-  toolTimeouts: string;
-  /** A bound on the whole run: Cairn has none but a `wallTimeMs` budget, so null. */
-  runTimeoutMs: null;
-  /** How long a cancelled run's tools have, after their abort signal, before the worker ends it. */
-  cancellationGraceMs: number;
-}
-
-/** What Cairn does on a process or dependency failure, and how an operator stops the run. */
-export interface ContractRecoveryRules {
-  processFailureAction: string;
-  dependencyFailureAction: string;
-  operatorStopPath: string;
 }
 
 /** One logged state change. */
@@ -241,16 +251,6 @@ export interface ContractRetry {
   heartbeatTimeoutMs: number | null;
   /** Why `policy` is null. */
   note: string | null;
-}
-
-/** One signal of the run's inbox. */
-export interface ContractSignal {
-  messageId: string;
-  name: string;
-  payload: Json;
-  receivedAt: string;
-  /** The wait it resolved, or null while it waits in the inbox. */
-  consumedBy: string | null;
 }
 
 /** One attempt of a step. */

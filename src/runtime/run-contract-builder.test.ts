@@ -211,7 +211,7 @@ describe("buildRunContract", () => {
     expect(c.run.transitions[0]?.contractState).toBe("admitted");
     expect(c.run.createdAt).toBe("2026-07-01T12:00:00.000Z");
     expect(c.run.contractState).toBe("completed");
-    expect(c.isolation).toEqual({ sandbox: null });
+    expect(c.isolation).toEqual({ isolated: null, sandboxes: [] });
     expect(c.journal.steps).toHaveLength(4);
   });
 

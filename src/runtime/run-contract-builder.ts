@@ -22,6 +22,7 @@ import {
   RUN_CONTRACT_VERSION,
   type RunContract,
 } from "../core/run-contract.ts";
+import { isolationOf } from "./run-contract-sandboxes.ts";
 import {
   ambiguityRuleOf,
   type ContractSettings,
@@ -88,7 +89,7 @@ export function buildRunContract(input: RunContractInput): RunContract {
       consumedBy: s.consumedBy,
     })),
     approvals: waits.filter((w) => w.kind === "approval").map(approvalOf),
-    isolation: { sandbox: null },
+    isolation: isolationOf(run.id, steps),
     recovery: {
       ...recoveryRulesOf(run, settings),
       recoveriesUsed: run.recoveries,

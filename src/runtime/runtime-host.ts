@@ -46,6 +46,8 @@ export interface EnvelopeHostOptions {
   holdLease?: EnvelopeHost["holdLease"] | undefined;
   /** `ctx.secret`: the runtime's secrets provider (see `secretResolver`). */
   secret(name: string): Promise<string>;
+  /** `ctx.sandbox`: the runtime's sandbox provider and log folder, if it has one. */
+  sandbox: EnvelopeHost["sandbox"];
 }
 
 /** Builds the {@link EnvelopeHost} of one run: storage fenced by the run's epoch, clocks, providers. */
@@ -76,6 +78,7 @@ export function createEnvelopeHost(options: EnvelopeHostOptions): EnvelopeHost {
     modelTimeoutMs: options.modelTimeoutMs,
     mcp: options.mcp,
     secret: options.secret,
+    sandbox: options.sandbox,
     emit: (event) => options.emit(run.id, event),
     log: (level, message, fields) => logger[level](message, fields),
   };

@@ -13,6 +13,7 @@ import type { ModelPrice } from "../core/prices.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import type { JobSpec } from "../core/run-contract.ts";
+import type { RuntimeSandboxOptions } from "../core/sandbox-handle.ts";
 import { toJson } from "../core/serialize.ts";
 import { checkText } from "../core/text.ts";
 import type { WorkerOptions } from "../worker/worker-options.ts";
@@ -118,6 +119,15 @@ export interface RuntimeOptions {
    * secrets: async (name) => (await vault.read(`cairn/${name}`))?.value
    */
   secrets?: SecretProvider;
+  /**
+   * Where `ctx.sandbox(name)` makes the run's sandboxes (DESIGN §4, *Sandboxes*): a provider of
+   * `cairn/sandbox` and the folder of each command's whole output. Every sandbox of a run is
+   * destroyed when the run ends, and the worker's sweep destroys those whose run has ended.
+   * @default none: `ctx.sandbox` throws `SandboxUnavailableError` naming this option
+   * @example
+   * sandbox: { provider: new BubblewrapProvider({ dir: ".cairn/sandboxes" }), logDir: ".cairn/sandbox-logs" }
+   */
+  sandbox?: RuntimeSandboxOptions;
 }
 
 /** Everything recorded about a run. */

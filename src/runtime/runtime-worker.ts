@@ -1,11 +1,14 @@
+import { join, resolve } from "node:path";
 import type { RuntimeBackend } from "../backend/backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { Clock } from "../core/clock.ts";
+import type { SandboxPlace } from "../core/envelope/sandbox-slot.ts";
 import type { Logger } from "../core/logger.ts";
 import type { McpTools } from "../core/mcp-tools.ts";
 import type { Policy } from "../core/policies.ts";
 import type { PriceTable } from "../core/prices.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
+import type { RuntimeSandboxOptions } from "../core/sandbox-handle.ts";
 import { Worker } from "../worker/worker.ts";
 import type { WorkerOptions } from "../worker/worker-options.ts";
 import type { RunEventHub } from "./run-events.ts";
@@ -14,6 +17,12 @@ import type { RunLimits } from "./run-limits.ts";
 import { createEnvelopeHost } from "./runtime-host.ts";
 import type { RuntimeOptions } from "./runtime-options.ts";
 import { secretResolver } from "./secrets.ts";
+
+/** The runtime's sandbox option with its log folder made absolute (default `.cairn/sandbox-logs`). */
+export function sandboxPlace(options: RuntimeSandboxOptions | undefined): SandboxPlace | undefined {
+  if (!options) return undefined;
+  return { provider: options.provider, logDir: resolve(options.logDir ?? join(".cairn", "sandbox-logs")) };
+}
 
 /** What a runtime's worker is built from: the runtime's options and the parts it made of them. */
 export interface RuntimeWorkerParts {
@@ -42,6 +51,7 @@ export interface RuntimeWorkerParts {
 export function createRuntimeWorker(parts: RuntimeWorkerParts, workerOptions: WorkerOptions): Worker {
   const { options, backend, logger, agents, limits } = parts;
   const secret = secretResolver(options.secrets);
+  const sandbox = sandboxPlace(options.sandbox);
   const worker: Worker = new Worker(
     {
       backend,
@@ -76,12 +86,14 @@ export function createRuntimeWorker(parts: RuntimeWorkerParts, workerOptions: Wo
           prices: parts.prices,
           agentBudget: (agent) => agents.get(agent)?.budget,
           secret,
+          sandbox,
         });
       },
       versions: (agent) => parts.versions(agent),
       onTransition: (t, run) => parts.onTransition(t, run),
       clock: parts.clock,
       newRunId,
+      sandbox,
     },
     workerOptions,
   );

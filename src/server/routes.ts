@@ -66,12 +66,12 @@ import {
  * POST /api/runs/:id/accept { note? }                         → { run }
  * POST /api/runs/:id/reject { note? }                         → { run }
  * GET  /api/runs/:id/contract       → the run contract (runtime.exportRun)
- * POST /api/runs/import <contract>  → 201 { run, created: true } | 200 { run, created: false } (imported
- *                                     before); admin only; 400 CONTRACT_ALTERED names the field changed,
- *                                     409 IMPORT_CONFLICT when its id or key names another run here
+ * POST /api/runs/import <contract>  → 201 { run, created: true } | 200 { run, created: false } (imported before);
+ *                                     admin only; 400 CONTRACT_ALTERED names the field, 409 IMPORT_CONFLICT
  * POST /api/runs/:id/move { to? }   → { contract } (keep it: the only copy); the run ends MOVED here; admin only
  * GET  /api/runs/:id/events         (SSE) this run: "transition", "step", "model.start" / "model.text" /
- *                                     "model.retry" / "model.end", then "end" once it settles
+ *                                     "model.retry" / "model.end", "sandbox.output", then "end" once it
+ *                                     settles
  * GET  /api/events                  (SSE) every run: "ready" first, then "transition"
  * GET  /openapi.json                → the OpenAPI 3 document of these routes (no token needed)
  * anything else outside /api        → the static files of `staticRoot` (index.html for unknown paths)

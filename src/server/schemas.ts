@@ -143,7 +143,7 @@ export const StepSchema = z
   .object({
     runId: z.string(),
     seq: z.number().int(),
-    kind: z.enum(["tool", "domain", "llm", "value", "wait", "child", "marker"]),
+    kind: z.enum(["tool", "domain", "llm", "value", "wait", "child", "marker", "sandbox"]),
     name: z.string(),
     status: z.enum(["started", "completed", "failed"]),
     argsDigest: z.string(),
@@ -156,6 +156,15 @@ export const StepSchema = z
         startedAt: epochMs(),
         endedAt: epochMs().nullable(),
         error: SerializedErrorSchema.optional(),
+        restored: z
+          .object({
+            name: z.string(),
+            lost: z.string().nullable(),
+            id: z.string(),
+            snapshot: z.string(),
+            at: epochMs(),
+          })
+          .optional(),
       }),
     ),
     heartbeat: json().optional(),

@@ -1,5 +1,6 @@
 import type { RunRecord } from "../core/records.ts";
 import { ignoreRace, writeTransition } from "./run-transitions.ts";
+import { sweepEndedRunSandboxes } from "./sandbox-cleanup.ts";
 import { isDeadLocalOwner } from "./worker-id.ts";
 import type { WorkerDeps, WorkerSettings } from "./worker-options.ts";
 
@@ -25,6 +26,8 @@ export class RecoverySweep {
   readonly #host: RecoverySweepHost;
   /** When the sweep last looked for child waits left open (see `sweep`). */
   #childWaitsSweptAt = Number.NEGATIVE_INFINITY;
+  /** When the sweep last looked for sandboxes whose run has ended. */
+  #sandboxesSweptAt = Number.NEGATIVE_INFINITY;
 
   constructor(host: RecoverySweepHost) {
     this.#host = host;
@@ -51,6 +54,13 @@ export class RecoverySweep {
       if (now - this.#childWaitsSweptAt >= host.settings.leaseMs) {
         this.#childWaitsSweptAt = now;
         await this.#resolveChildWaits();
+      }
+      // Sandboxes whose run ended (a worker lost between their destroy and the run's end): as
+      // rare, and as cheap to find late.
+      const sandbox = host.deps.sandbox;
+      if (sandbox && now - this.#sandboxesSweptAt >= host.settings.leaseMs) {
+        this.#sandboxesSweptAt = now;
+        await sweepEndedRunSandboxes(sandbox, (id) => host.deps.backend.getRun(id), host.deps.logger);
       }
     } catch (error) {
       host.deps.logger.warn("recovery sweep failed", { error: String(error) });

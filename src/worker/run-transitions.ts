@@ -1,8 +1,10 @@
 import type { TransitionRequest } from "../backend/backend.ts";
 import { usageOfSteps } from "../core/budget.ts";
+import type { SandboxPlace } from "../core/envelope/sandbox-slot.ts";
 import type { Logger } from "../core/logger.ts";
 import type { RunRecord, RunUsage } from "../core/records.ts";
 import { isTerminal, type RunState } from "../core/run-state.ts";
+import { destroyRunSandboxes, endsSandboxes } from "./sandbox-cleanup.ts";
 import type { WorkerDeps } from "./worker-options.ts";
 
 /**
@@ -29,6 +31,7 @@ export async function writeTransition(
   fence: TransitionRequest["fence"] = { epoch: run.epoch },
   counted?: { usage(): RunUsage | undefined },
 ): Promise<RunRecord> {
+  if (deps.sandbox && endsSandboxes(change.to)) change = await withSandboxCleanup(deps, deps.sandbox, run, change);
   if (isTerminal(change.to) && change.to !== "INTERRUPTED" && change.patch?.usage === undefined) {
     const usage = counted?.usage() ?? usageOfSteps(await deps.backend.loadSteps(run.id));
     change = { ...change, patch: { ...change.patch, usage } };
@@ -43,6 +46,22 @@ export async function writeTransition(
   });
   deps.onTransition(result.transition, result.run);
   return result.run;
+}
+
+/**
+ * A run that ends: its sandboxes destroyed first, the transition carrying a cleanup step for each
+ * (numbered after every step the journal and the transition hold). One read of the journal per
+ * ending, and only on a runtime with sandboxes.
+ */
+async function withSandboxCleanup(
+  deps: WorkerDeps,
+  place: SandboxPlace,
+  run: RunRecord,
+  change: RunChange,
+): Promise<RunChange> {
+  const journal = [...(await deps.backend.loadSteps(run.id)), ...(change.steps ?? [])];
+  const cleanup = await destroyRunSandboxes(place, run, journal, deps.logger);
+  return cleanup.length === 0 ? change : { ...change, steps: [...(change.steps ?? []), ...cleanup] };
 }
 
 /**

@@ -2,6 +2,7 @@ import type { RuntimeBackend } from "../backend/backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { Clock } from "../core/clock.ts";
 import type { EnvelopeHost } from "../core/envelope/envelope-host.ts";
+import type { SandboxPlace } from "../core/envelope/sandbox-slot.ts";
 import type { WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
 import type { Logger } from "../core/logger.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
@@ -58,6 +59,8 @@ export interface WorkerDeps {
   clock: Clock;
   /** A new run id (for a `continueAsNew` successor). */
   newRunId(): string;
+  /** The runtime's sandboxes: a run's are destroyed when it ends, orphans by the sweep. */
+  sandbox?: SandboxPlace | undefined;
 }
 
 /** Fills in the defaults of `options`; a lease under 100 ms is refused. */

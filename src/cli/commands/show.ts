@@ -3,6 +3,7 @@ import { historySize } from "../../core/history-meter.ts";
 import type { Json, RunRecord, SignalRecord, StepRecord, WaitRecord } from "../../core/records.ts";
 import { isSettled, isTerminal } from "../../core/run-state.ts";
 import { formatBytes } from "../../core/serialize.ts";
+import { isolationOf } from "../../runtime/run-contract-sandboxes.ts";
 import type { RunLimits } from "../../runtime/run-limits.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
 import { cliRuntime } from "../cli-runtime.ts";
@@ -23,6 +24,7 @@ import {
   WIDTH,
   wrap,
 } from "../format.ts";
+import { sandboxLines } from "../sandbox-lines.ts";
 import { dueLabel, inboxLines, openWaitDetails, outcomeLabel, waitKindLabel, waitSubject } from "../waits.ts";
 
 /** `cairn show`: one run with its transitions and steps. */
@@ -69,6 +71,7 @@ export const showCommand: Command = {
       if (steps.length === 0) io.out(isTerminal(run.state) ? "  none" : "  none yet");
       else printSteps(io, steps);
       printWaits(io, run, waits, signals, database.hint);
+      for (const line of sandboxLines(isolationOf(run.id, steps))) io.out(line);
       if (values.follow !== true) return 0;
       io.out();
       const followed = await followRun(io, runtime, { run, shownUpTo: transitions.at(-1)?.id ?? 0 }, database.hint);

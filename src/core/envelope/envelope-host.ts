@@ -7,6 +7,7 @@ import type { Policy } from "../policies.ts";
 import type { PriceTable } from "../prices.ts";
 import type { Json, ParentClosePolicy, StepRecord } from "../records.ts";
 import type { RetryPolicy } from "../retry-policy.ts";
+import type { SandboxProvider } from "../sandbox.ts";
 
 /**
  * Everything the envelope needs from outside, injected by the worker: `core/` does no I/O of
@@ -85,6 +86,11 @@ export interface EnvelopeHost {
    * (`rememberSecret`); `UnknownNameError` (`UNKNOWN_SECRET`) when there is none. Never journaled.
    */
   secret(name: string): Promise<string>;
+  /**
+   * Where `ctx.sandbox` makes sandboxes (the runtime's `sandbox` option), and the folder of each
+   * command's whole output; undefined when the runtime has none.
+   */
+  readonly sandbox?: { provider: SandboxProvider; logDir: string } | undefined;
   /** Adds an event to the run's live stream (model output, not journaled). */
   emit(event: RunEventBody): void;
   log(level: "debug" | "info" | "warn" | "error", message: string, fields: Record<string, unknown>): void;

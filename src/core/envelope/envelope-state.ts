@@ -7,6 +7,7 @@ import { Governance } from "./governance.ts";
 import { Governor } from "./governor.ts";
 import { JournalWriter } from "./journal-writer.ts";
 import { type BegunStep, ReplayCursor } from "./replay-cursor.ts";
+import type { SandboxSlot } from "./sandbox-slot.ts";
 import { WaitSteps } from "./wait-steps.ts";
 
 /**
@@ -43,6 +44,8 @@ export class EnvelopeState {
   cancelledSteps: StepRecord[] | undefined = undefined;
   /** Effect steps executing now: a run does not complete before they settle. */
   readonly effectsInFlight = new Set<Promise<unknown>>();
+  /** The sandboxes `ctx.sandbox` made in this execution (or replayed), by name. */
+  readonly sandboxes = new Map<string, SandboxSlot>();
   /** The error of the last failed attempt of each model step, for the retry event of the next. */
   readonly modelErrors = new Map<number, string>();
   /** Ends the execution early (a pause, a continue-as-new, an unresolved effect, a refusal). */

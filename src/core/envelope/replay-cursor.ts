@@ -4,6 +4,7 @@ import type { StepKind, StepRecord } from "../records.ts";
 import { checkText, isStorableText } from "../text.ts";
 import { divergenceError } from "./divergence.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
+import { isCleanupStep } from "./sandbox-slot.ts";
 
 /** Longest name a step takes (a tool, a signal, a domain entity, an approval's action, a model). */
 const MAX_STEP_NAME_LENGTH = 512;
@@ -44,7 +45,8 @@ export class ReplayCursor {
     this.#runId = options.runId;
     this.#host = options.host;
     this.#onDiverged = options.onDiverged;
-    this.history = [...options.journal].sort((a, b) => a.seq - b.seq);
+    // A run's cleanup steps come after its end: no code calls them, and a resumed run may take their seqs.
+    this.history = options.journal.filter((s) => !isCleanupStep(s)).sort((a, b) => a.seq - b.seq);
     this.#journal = new Map(this.history.map((s) => [s.seq, s]));
     this.maxRecordedSeq = this.history.reduce((m, s) => Math.max(m, s.seq), 0);
   }

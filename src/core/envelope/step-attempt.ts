@@ -1,4 +1,4 @@
-import type { AttemptRecord, Json, StepRecord, Usage } from "../records.ts";
+import type { AttemptRecord, Json, SandboxRestore, StepRecord, Usage } from "../records.ts";
 import { toJson } from "../serialize.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 
@@ -12,6 +12,8 @@ export interface StepExecution {
   addUsage(usage: { inputTokens: number; outputTokens: number; costUsd?: number }): void;
   /** The effect's idempotency key, for a step of an effect tool. */
   readonly idempotencyKey: string | undefined;
+  /** Records on this attempt that it restored a lost sandbox (written with the attempt's end). */
+  restored(restore: SandboxRestore): void;
 }
 
 /** One attempt of a step: what the step's function sees through its context. */
@@ -65,6 +67,11 @@ export class Attempt implements StepExecution {
 
   get idempotencyKey(): string | undefined {
     return this.#step.effect?.idempotencyKey;
+  }
+
+  restored(restore: SandboxRestore): void {
+    if (this.#record.endedAt !== null || this.#stop.aborted) return;
+    this.#record.restored = restore;
   }
 
   addUsage(usage: { inputTokens: number; outputTokens: number; costUsd?: number }): void {

@@ -5,6 +5,7 @@ import { continueAsNew } from "./calls/continue-as-new.ts";
 import { domainCall } from "./calls/domain-call.ts";
 import { llmCall } from "./calls/llm-call.ts";
 import { patchedMarker } from "./calls/patched-marker.ts";
+import { sandboxCall } from "./calls/sandbox-call.ts";
 import { toolCall } from "./calls/tool-call.ts";
 import { valueCall } from "./calls/value-call.ts";
 import { waitCall } from "./calls/wait-call.ts";
@@ -43,6 +44,7 @@ export function workflowContext(x: EnvelopeState): WorkflowContext {
     requestApproval: (request) => waitCall(x, () => waits.approval(request)),
     spawn: (agent, workflow, input, options) =>
       spawnCall(x, agent, workflow, input, options?.parentClosePolicy ?? "suspend") as Promise<never>,
+    sandbox: (name, spec) => sandboxCall(x, name, spec),
     patched: (changeId) => patchedMarker(x, changeId),
     continueAsNew: (input) => continueAsNew(x, input),
   };
