@@ -72,6 +72,7 @@ export type {
   ToolContext,
   WorkflowContext,
 } from "./core/context.ts";
+export { type ContractDigest, canonicalJson, digestContract, verifyContractDigest } from "./core/contract-digest.ts";
 export type { DomainCallInfo, DomainProvider } from "./core/domain-provider.ts";
 export {
   AgentLoopStuckError,
@@ -85,6 +86,7 @@ export {
   CancelledError,
   CompensationFailedError,
   ContextOverflowError,
+  ContractAlteredError,
   EffectNotAppliedError,
   EffectNotFoundError,
   EffectRefusedError,
@@ -92,6 +94,7 @@ export {
   HeartbeatTimeoutError,
   HistoryLimitError,
   IllegalTransitionError,
+  ImportConflictError,
   InvalidDefinitionError,
   InvalidInputError,
   LeaseLostError,
@@ -210,6 +213,7 @@ export { consoleLogger } from "./runtime/console-logger.ts";
 export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
+export type { ImportResult, MoveOptions } from "./runtime/import-operations.ts";
 export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";

@@ -67,7 +67,7 @@ describe("runtime.exportRun", () => {
     const handle = await rt.run("orders", "place", { item: "lamp" }, { job });
     await handle.result();
     const contract = await rt.exportRun(handle.id);
-    expect(contract.job).toEqual({ ...job, authority: null });
+    expect(contract.job).toEqual({ ...job, jobId: null, authority: null });
     expect(contract.run.children).toEqual([`${handle.id}.2`]);
     // Whether the parent paused for its child depends on timing; the ends of the log do not.
     expect(contract.run.transitions[0]?.contractState).toBe("admitted");
@@ -77,6 +77,7 @@ describe("runtime.exportRun", () => {
       {
         tool: "quote",
         calls: 1,
+        steps: [1],
         attempts: 1,
         policy: {
           maximumAttempts: 2,

@@ -287,7 +287,14 @@ forEachBackend((under) => {
         expect(t.actor).toEqual({ kind: "worker", id: rt.workerId });
       }
       expect(transitions[1]?.reason).toContain(rt.workerId as string);
-      const versions: Versions = { workflow: "7", policy: null, runtime: RUNTIME_VERSION };
+      const versions: Versions = {
+        workflow: "7",
+        policy: null,
+        runtime: RUNTIME_VERSION,
+        authority: null,
+        sandbox: null,
+        context: null,
+      };
       for (const t of transitions) {
         expect(t.versions).toEqual(versions);
         expect(t.runId).toBe(handle.id);

@@ -15,7 +15,7 @@ import type { StreamText } from "./run-tables.tsx";
  * The other settled ones (INTERRUPTED, which a worker may recover, and NEEDS_RECONCILIATION) are
  * looked at every few seconds once their stream has ended.
  */
-const FINAL: ReadonlySet<string> = new Set(["COMPLETED", "FAILED", "BLOCKED", "CANCELLED", "COMPENSATED"]);
+const FINAL: ReadonlySet<string> = new Set(["COMPLETED", "FAILED", "BLOCKED", "CANCELLED", "COMPENSATED", "MOVED"]);
 
 export function useRunData(id: string) {
   const { data, setData, errors, notFound, streams, setStreams, fetchParts, refresh } = useRunParts(id);

@@ -1,5 +1,6 @@
 import type { ChildWaitSweep } from "./contract/child-wait-sweep.ts";
 import type { ForkStore } from "./contract/fork-store.ts";
+import type { ImportStore } from "./contract/import-store.ts";
 import type { JournalStore } from "./contract/journal-store.ts";
 import type { LeaseStore } from "./contract/lease-store.ts";
 import type { RunStore } from "./contract/run-store.ts";
@@ -12,6 +13,7 @@ import type { WakeUps } from "./contract/wake-ups.ts";
 
 export type { ChildWaitSweep } from "./contract/child-wait-sweep.ts";
 export type { ForkRunRequest, ForkRunResult, ForkStore } from "./contract/fork-store.ts";
+export type { ImportRunInput, ImportRunResult, ImportStore } from "./contract/import-store.ts";
 export type { JournalStore } from "./contract/journal-store.ts";
 export type {
   ClaimedRun,
@@ -61,6 +63,7 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | signals | {@link SignalStore} | `signals-conformance.ts` |
  * | stops | {@link StopStore} | `stops-conformance.ts` |
  * | forks | {@link ForkStore} | `forks-conformance.ts` |
+ * | imports | {@link ImportStore} | `imports-conformance.ts` |
  * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
  * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
@@ -79,6 +82,7 @@ export interface RuntimeBackend
     ChildWaitSweep,
     ForkStore,
     WakeUps,
+    ImportStore,
     TransitionFeed {
   /** Short name for messages and benchmarks ("memory", "sqlite", ...). */
   readonly name: string;

@@ -10,6 +10,7 @@ import { cancelCommand } from "./commands/cancel.ts";
 import { costCommand } from "./commands/cost.ts";
 import { exportCommand } from "./commands/export.ts";
 import { forkCommand, rerunCommand } from "./commands/fork.ts";
+import { importCommand } from "./commands/import.ts";
 import { initCommand } from "./commands/init.ts";
 import { migrateCommand } from "./commands/migrate.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
@@ -31,6 +32,7 @@ export const COMMANDS: readonly Command[] = [
   runsCommand,
   showCommand,
   exportCommand,
+  importCommand,
   resumeCommand,
   forkCommand,
   rerunCommand,

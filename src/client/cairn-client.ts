@@ -244,6 +244,16 @@ export class CairnClient {
     return this.#request("GET", `/api/runs/${enc(runId)}/contract`);
   }
 
+  /** Recreates a run from its contract on the server's store (admin); the same contract again is a no-op. */
+  importRun(contract: RunContract): Promise<{ run: RunRecord; created: boolean }> {
+    return this.#request("POST", "/api/runs/import", contract);
+  }
+
+  /** Exports a run and ends it MOVED on the server's store (admin): keep the contract, import it elsewhere. */
+  async moveRun(runId: string, options: { to?: string } = {}): Promise<RunContract> {
+    return (await this.#request<{ contract: RunContract }>("POST", `/api/runs/${enc(runId)}/move`, options)).contract;
+  }
+
   /**
    * Waits until the run settles (a terminal state or NEEDS_RECONCILIATION) and returns it, looking
    * every `pollIntervalMs` (default 250). As `runtime.waitFor`, it waits through automatic

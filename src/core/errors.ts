@@ -50,6 +50,8 @@ export {
 export {
   AlreadyDecidedError,
   CancelledError,
+  ContractAlteredError,
+  ImportConflictError,
   LeaseLostError,
   RunEndedError,
   RunNotCompletedError,

@@ -15,11 +15,21 @@ export interface Actor {
   id: string;
 }
 
-/** The versions in force when a transition was made. */
+/**
+ * The versions in force when a transition was made (DESIGN §3; the contract's invariant 4: a
+ * resumed run checks the workflow, policy, authority, sandbox and context versions it started
+ * with). The last three are absent on records written before they were kept.
+ */
 export interface Versions {
   workflow: string;
   policy: string | null;
   runtime: string;
+  /** What authorises the runs' calls (`versions.authority` of the runtime's options), or null. */
+  authority?: string | null;
+  /** The sandbox its tools run in (`versions.sandbox`), or null. */
+  sandbox?: string | null;
+  /** The model and prompt context: `versions.context`, else the runtime's models (`name=model`, …). */
+  context?: string | null;
 }
 
 /** One run of one workflow. */

@@ -1,3 +1,4 @@
+import type { ContractDigest } from "./contract-digest.ts";
 import type { SerializedError } from "./errors.ts";
 import type {
   AcceptanceRecord,
@@ -9,6 +10,12 @@ import type {
   Versions,
   WaitKind,
 } from "./records.ts";
+import type {
+  ContractModelContext,
+  ContractRecoveryRules,
+  ContractRetryAndTimeout,
+  ContractSignal,
+} from "./run-contract-rules.ts";
 import type { PausedReason, RunState } from "./run-state.ts";
 import type { SandboxInfo } from "./sandbox.ts";
 
@@ -26,6 +33,13 @@ import type { SandboxInfo } from "./sandbox.ts";
  * Plain data types, here in core so that the runtime that builds a contract and the client that
  * reads one over HTTP both import them from below.
  */
+
+export type {
+  ContractModelContext,
+  ContractRecoveryRules,
+  ContractRetryAndTimeout,
+  ContractSignal,
+} from "./run-contract-rules.ts";
 
 /** The version of the contract's shape; a change that is not an addition gets a new one. */
 export const RUN_CONTRACT_VERSION = "cairn.run-contract/1";
@@ -53,7 +67,8 @@ export type ContractState =
   | "blocked"
   | "interrupted"
   | "cancelled"
-  | "compensated";
+  | "compensated"
+  | "moved";
 
 /** Maps a Cairn state (and paused reason) to the contract's vocabulary (see {@link ContractState}). */
 export function contractState(state: RunState, pausedReason: PausedReason | null): ContractState {
@@ -77,16 +92,28 @@ export function contractState(state: RunState, pausedReason: PausedReason | null
 /** One run, exported: see the module comment. Every section is always present. */
 export interface RunContract {
   /** What this document is. */
-  contract: { version: typeof RUN_CONTRACT_VERSION; exportedAt: string };
+  contract: {
+    version: typeof RUN_CONTRACT_VERSION;
+    exportedAt: string;
+    /**
+     * sha-256 over the canonical text of every other section, and per field, so that an import
+     * of an altered contract names the field that changed (`core/contract-digest.ts`).
+     */
+    digest: ContractDigest;
+  };
   job: ContractJob;
   run: ContractRun;
   checkpoint: ContractCheckpoint;
   /** Per tool the run called, in the order of its first call. */
   retries: ContractRetry[];
+  /** The retry and timeout rules every step is under, and the cancellation grace. */
+  retryAndTimeout: ContractRetryAndTimeout;
   /** Per effect step, in seq order. */
   effects: ContractEffect[];
   /** Every wait of the run (questions, signals, timers, approvals, children, retry backoffs). */
   waits: ContractWait[];
+  /** The run's inbox: every signal it received, read (`consumedBy` a wait) or not yet. */
+  signals: ContractSignal[];
   /** The waits of kind `approval`, with their decision. */
   approvals: ContractApproval[];
   /** Where the run's commands executed: each sandbox of the run (`ctx.sandbox`). */
@@ -131,6 +158,8 @@ export interface ContractSandbox {
  * acceptanceRule, owner, authority } })`, stored as `meta.job`). A field not declared is `null`.
  */
 export interface ContractJob {
+  /** The job's own id, when the starter gave one. */
+  jobId: Json;
   objective: Json;
   acceptanceRule: Json;
   owner: Json;
@@ -156,10 +185,17 @@ export interface ContractRun {
   /** The runs forked from this one, oldest first. */
   forks: { runId: string; fromStep: number; kind: "fork" | "rerun"; at: string }[];
   /** The versions in force at the run's last transition (each transition carries its own). */
+  /** The versions the run started under (each transition carries those in force then). */
   versions: Versions;
+  /** The model and prompt context: its version, the models called and a digest of each request. */
+  modelAndPromptVersions: ContractModelContext;
   state: RunState;
   contractState: ContractState;
   pausedReason: PausedReason | null;
+  /** The lease epoch the run reached (every claim adds one); an import keeps counting from it. */
+  epoch: number;
+  /** What happens to it when its parent ends while it is open; null for a top-level run. */
+  parentClosePolicy: "suspend" | "cancel" | "abandon" | null;
   createdAt: string;
   updatedAt: string;
   transitions: ContractTransition[];
@@ -181,6 +217,8 @@ export interface ContractTransition {
 /** The last safe resume point and how a resume proceeds from it. */
 export interface ContractCheckpoint {
   store: { backend: string; location: string | null };
+  /** What keeps or deletes the run's records. */
+  retentionAndDeletion: string;
   lastCommittedTransition: { id: number; to: RunState; at: string } | null;
   /** The highest seq of a completed step, or null when none completed. */
   lastCompletedStep: number | null;
@@ -197,6 +235,11 @@ export interface ContractRetry {
   tool: string;
   /** Tool steps of the run with this tool, and their attempts in all. */
   calls: number;
+  /**
+   * The seqs of those steps: each ran under `policy`, the tool's policy in the exporting code
+   * (Cairn does not store a step's policy with it; the workflow version pins the code).
+   */
+  steps: number[];
   attempts: number;
   /** The resolved policy, or null when the agent's code is not loaded (see `note`). */
   policy: {
@@ -247,6 +290,8 @@ export interface ContractEffect {
   reconciliation: { outcome: "applied" | "not_applied"; by: Actor; at: string; note: string | null } | null;
   /** On a compensation's own effect: the seq of the effect it undoes. */
   compensates: number | null;
+  /** How an attempt without a definite outcome is settled; null without the agent's code. */
+  ambiguityRule: string | null;
   compensation: {
     /** The declared tool that undoes it, or null when none is declared. */
     declared: string | null;
@@ -294,7 +339,7 @@ export interface ContractApproval {
 }
 
 /** How the run came back from process and worker losses. */
-export interface ContractRecovery {
+export interface ContractRecovery extends ContractRecoveryRules {
   /** Automatic recoveries used (bounded by the workers' recovery policy). */
   recoveriesUsed: number;
   /** Every transition into INTERRUPTED, with who recorded it and why. */
@@ -339,6 +384,8 @@ export interface ContractUsage extends RunUsage {
  * `meta.job`): what the run contract's `job` section shows.
  */
 export interface JobSpec {
+  /** The job's own id (a ticket, an order), kept apart from the run's id and key. */
+  jobId?: string;
   objective?: string;
   /** How a person decides to accept the result (`accept` / `reject`). */
   acceptanceRule?: string;

@@ -19,6 +19,7 @@ export const RUN_STATES = [
   "INTERRUPTED",
   "CANCELLED",
   "COMPENSATED",
+  "MOVED",
 ] as const;
 
 /** The state of a run. */
@@ -50,6 +51,7 @@ export const TERMINAL_STATES: ReadonlySet<RunState> = new Set<RunState>([
   "INTERRUPTED",
   "CANCELLED",
   "COMPENSATED",
+  "MOVED",
 ]);
 
 /**

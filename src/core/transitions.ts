@@ -7,7 +7,7 @@ import type { PausedReason, RunState } from "./run-state.ts";
  * can never be stored, whichever code path asks for it.
  */
 export const TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
-  PENDING: ["RUNNING", "CANCELLED", "BLOCKED"],
+  PENDING: ["RUNNING", "CANCELLED", "BLOCKED", "MOVED"],
   RUNNING: [
     "PAUSED",
     "COMPLETED",
@@ -18,18 +18,19 @@ export const TRANSITIONS: Readonly<Record<RunState, readonly RunState[]>> = {
     "COMPENSATING",
     "NEEDS_RECONCILIATION",
   ],
-  PAUSED: ["RESUMING", "CANCELLING", "BLOCKED"],
+  PAUSED: ["RESUMING", "CANCELLING", "BLOCKED", "MOVED"],
   RESUMING: ["RUNNING", "CANCELLING", "COMPENSATING", "RECONCILING", "INTERRUPTED", "FAILED"],
   CANCELLING: ["CANCELLED", "COMPENSATING", "NEEDS_RECONCILIATION", "INTERRUPTED"],
   COMPENSATING: ["COMPENSATED", "FAILED", "NEEDS_RECONCILIATION", "INTERRUPTED"],
-  NEEDS_RECONCILIATION: ["RECONCILING", "CANCELLED"],
+  NEEDS_RECONCILIATION: ["RECONCILING", "CANCELLED", "MOVED"],
   RECONCILING: ["RUNNING", "COMPLETED", "COMPENSATED", "FAILED", "CANCELLED", "NEEDS_RECONCILIATION", "INTERRUPTED"],
-  INTERRUPTED: ["RESUMING", "CANCELLING"],
-  FAILED: ["RESUMING"],
+  INTERRUPTED: ["RESUMING", "CANCELLING", "MOVED"],
+  FAILED: ["RESUMING", "MOVED"],
   COMPLETED: [],
   BLOCKED: [],
   CANCELLED: [],
   COMPENSATED: [],
+  MOVED: [],
 };
 
 /** Codes of FAILED runs that may be resumed: the code changed under them and can be fixed. */
@@ -66,7 +67,7 @@ export function assertTransition(
       { from, to },
     );
   }
-  if (from === "FAILED" && !RESUMABLE_FAILURES.has(details.errorCode ?? "")) {
+  if (from === "FAILED" && to === "RESUMING" && !RESUMABLE_FAILURES.has(details.errorCode ?? "")) {
     throw new IllegalTransitionError(
       `a FAILED run can only be resumed after a replay divergence or a version mismatch (its error is ${details.errorCode ?? "unknown"}); run it again as a new run instead: \`cairn rerun <runId>\` from its failed step, or \`cairn fork <runId> --from-step <n>\``,
       { from, to },

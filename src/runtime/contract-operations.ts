@@ -5,6 +5,7 @@ import type { Actor, RunRecord, StepRecord } from "../core/records.ts";
 import type { RunContract } from "../core/run-contract.ts";
 import { buildCostReport, type CostFilter, type CostReport, runsNeedingSteps } from "./cost-report.ts";
 import { buildRunContract } from "./run-contract-builder.ts";
+import type { ContractSettings } from "./run-contract-sections.ts";
 
 /**
  * The client operations on a run's record as a whole — export it as a run contract, accept or
@@ -20,6 +21,8 @@ export interface ContractOperationsHost {
   getRun(runId: string): Promise<RunRecord>;
   /** The agent's definition when this runtime has its code, for its tools' retry policies. */
   agent(name: string): AgentDefinition | undefined;
+  /** The runtime's settings a contract states (grace, recoveries, lease, timeouts). */
+  settings?(): ContractSettings;
 }
 
 /** Options of `accept` and `reject`. */
@@ -38,10 +41,11 @@ const PAGE = 500;
 /** The run contract of a run (see `run-contract.ts`); `RunNotFoundError` for an unknown id. */
 export async function exportRunContract(host: ContractOperationsHost, runId: string): Promise<RunContract> {
   const run = await host.getRun(runId);
-  const [transitions, steps, waits, children] = await Promise.all([
+  const [transitions, steps, waits, signals, children] = await Promise.all([
     host.backend.listTransitions(runId),
     host.backend.loadSteps(runId),
     host.backend.loadWaits(runId),
+    host.backend.listSignals(runId),
     allRuns(host.backend, { parentRunId: runId }),
   ]);
   return buildRunContract({
@@ -49,10 +53,12 @@ export async function exportRunContract(host: ContractOperationsHost, runId: str
     transitions,
     steps,
     waits,
+    signals,
     children,
     store: storeOf(host.backend),
     agent: host.agent(run.agent),
     exportedAt: host.now(),
+    settings: host.settings?.(),
   });
 }
 

@@ -123,9 +123,11 @@ function checkResumable(run: RunRecord, orphan: boolean): void {
   throw new RunNotResumableError(
     run.state === "FAILED"
       ? `run ${run.id} FAILED with ${run.error?.code ?? run.error?.name ?? "an error"}; only a replay divergence or a version mismatch can be resumed; run it again as a new run: \`cairn rerun ${run.id}\` from its failed step (after fixing the code), or \`cairn fork ${run.id} --from-step <n>\``
-      : run.state === "PAUSED"
-        ? `run ${run.id} is PAUSED (${run.pausedReason}); it resumes by itself when what it waits for arrives (signal, answer, approve or deny it)`
-        : `run ${run.id} is ${run.state}; only INTERRUPTED runs, suspended orphans and FAILED runs with REPLAY_DIVERGENCE or VERSION_MISMATCH can be resumed`,
+      : run.state === "MOVED"
+        ? `${run.error?.message ?? `run ${run.id} moved to another store`}: it cannot be resumed here`
+        : run.state === "PAUSED"
+          ? `run ${run.id} is PAUSED (${run.pausedReason}); it resumes by itself when what it waits for arrives (signal, answer, approve or deny it)`
+          : `run ${run.id} is ${run.state}; only INTERRUPTED runs, suspended orphans and FAILED runs with REPLAY_DIVERGENCE or VERSION_MISMATCH can be resumed`,
   );
 }
 

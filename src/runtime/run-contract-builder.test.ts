@@ -160,6 +160,7 @@ function input(patch: Partial<RunContractInput> = {}): RunContractInput {
       }),
     ],
     waits: [approval()],
+    signals: [],
     children: [],
     store: { backend: "sqlite", location: "/tmp/cairn.db" },
     agent,
@@ -191,8 +192,10 @@ describe("buildRunContract", () => {
       "run",
       "checkpoint",
       "retries",
+      "retryAndTimeout",
       "effects",
       "waits",
+      "signals",
       "approvals",
       "isolation",
       "recovery",
@@ -200,7 +203,9 @@ describe("buildRunContract", () => {
       "usage",
       "journal",
     ]);
-    expect(c.contract).toEqual({ version: RUN_CONTRACT_VERSION, exportedAt: "2026-07-01T12:01:00.000Z" });
+    expect(c.contract).toMatchObject({ version: RUN_CONTRACT_VERSION, exportedAt: "2026-07-01T12:01:00.000Z" });
+    expect(c.contract.digest.value).toMatch(/^sha256:[0-9a-f]{64}$/);
+    expect(c.contract.digest.fields["run.transitions[0]"]).toMatch(/^[0-9a-f]{16}$/);
     expect(c.run.transitions.map((t) => [t.id, t.from, t.to])).toEqual(transitions.map((t) => [t.id, t.from, t.to]));
     expect(c.run.transitions[0]?.at).toBe("2026-07-01T12:00:01.000Z");
     expect(c.run.transitions[0]?.contractState).toBe("admitted");
@@ -212,6 +217,7 @@ describe("buildRunContract", () => {
 
   it("leaves the job empty (null) when the starter declared none, and never invents one", () => {
     expect(buildRunContract(input()).job).toEqual({
+      jobId: null,
       objective: null,
       acceptanceRule: null,
       owner: null,
@@ -221,6 +227,7 @@ describe("buildRunContract", () => {
       input({ run: run({ meta: { job: { objective: "pay invoice 7", owner: "finance-ops" } } }) }),
     ).job;
     expect(declared).toEqual({
+      jobId: null,
       objective: "pay invoice 7",
       acceptanceRule: null,
       owner: "finance-ops",

@@ -1,5 +1,14 @@
 import type { AgentDefinition } from "../core/agent-definition.ts";
-import type { EffectRecord, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
+import { digestContract } from "../core/contract-digest.ts";
+import type {
+  EffectRecord,
+  Json,
+  RunRecord,
+  SignalRecord,
+  StepRecord,
+  TransitionRecord,
+  WaitRecord,
+} from "../core/records.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
 import {
   type ContractApproval,
@@ -14,6 +23,14 @@ import {
   type RunContract,
 } from "../core/run-contract.ts";
 import { isolationOf } from "./run-contract-sandboxes.ts";
+import {
+  ambiguityRuleOf,
+  type ContractSettings,
+  DEFAULT_CONTRACT_SETTINGS,
+  modelContextOf,
+  recoveryRulesOf,
+  retryAndTimeoutOf,
+} from "./run-contract-sections.ts";
 import { usageOfRun } from "./run-usage.ts";
 
 /**
@@ -30,6 +47,8 @@ export interface RunContractInput {
   steps: readonly StepRecord[];
   /** The run's waits. */
   waits: readonly WaitRecord[];
+  /** The run's inbox of signals. */
+  signals: readonly SignalRecord[];
   /** The runs it spawned. */
   children: readonly RunRecord[];
   /** Where the run is kept: the backend's name and, when known, its file or schema. */
@@ -41,6 +60,8 @@ export interface RunContractInput {
   agent?: AgentDefinition | undefined;
   /** When the export was made (epoch milliseconds). */
   exportedAt: number;
+  /** The exporting runtime's settings the contract states. @default {@link DEFAULT_CONTRACT_SETTINGS} */
+  settings?: ContractSettings | undefined;
 }
 
 /** Builds the contract of one run from its records. Pure: reads only `input`. */
@@ -49,49 +70,28 @@ export function buildRunContract(input: RunContractInput): RunContract {
   const transitions = [...input.transitions].sort((a, b) => a.id - b.id);
   const steps = [...input.steps].sort((a, b) => a.seq - b.seq);
   const waits = [...input.waits];
-  const effects = effectsOf(steps);
+  const settings = input.settings ?? DEFAULT_CONTRACT_SETTINGS;
+  const effects = effectsOf(steps, input.agent);
   const { usage, source } = usageOfRun(run, steps);
-  return {
-    contract: { version: RUN_CONTRACT_VERSION, exportedAt: iso(exportedAt) },
+  const body: Omit<RunContract, "contract"> = {
     job: jobOf(run),
-    run: {
-      id: run.id,
-      key: run.key,
-      agent: run.agent,
-      workflow: run.workflow,
-      input: run.input,
-      meta: run.meta,
-      parentRunId: run.parentRunId,
-      children: input.children.map((c) => c.id).sort(),
-      continuedFrom: run.continuedFrom,
-      continuedTo: run.continuedTo,
-      forkedFrom: run.forkedFrom ? { ...run.forkedFrom, at: iso(run.forkedFrom.at) } : null,
-      forks: (run.forks ?? []).map((f) => ({ ...f, at: iso(f.at) })),
-      versions: run.versions,
-      state: run.state,
-      contractState: contractState(run.state, run.pausedReason),
-      pausedReason: run.pausedReason,
-      createdAt: iso(run.createdAt),
-      updatedAt: iso(run.updatedAt),
-      transitions: transitions.map((t) => ({
-        id: t.id,
-        at: iso(t.at),
-        actor: t.actor,
-        from: t.from,
-        to: t.to,
-        contractState: contractState(t.to, t.pausedReason),
-        pausedReason: t.pausedReason,
-        reason: t.reason,
-        versions: t.versions,
-      })),
-    },
+    run: runOf(run, transitions, steps, input.children),
     checkpoint: checkpointOf(transitions, steps, effects, store, run),
     retries: retriesOf(steps, input.agent),
+    retryAndTimeout: retryAndTimeoutOf(settings),
     effects,
     waits: waits.map(waitOf),
+    signals: input.signals.map((s) => ({
+      messageId: s.messageId,
+      name: s.name,
+      payload: s.payload,
+      receivedAt: iso(s.receivedAt),
+      consumedBy: s.consumedBy,
+    })),
     approvals: waits.filter((w) => w.kind === "approval").map(approvalOf),
     isolation: isolationOf(run.id, steps),
     recovery: {
+      ...recoveryRulesOf(run, settings),
       recoveriesUsed: run.recoveries,
       interruptions: transitions
         .filter((t) => t.to === "INTERRUPTED")
@@ -113,12 +113,59 @@ export function buildRunContract(input: RunContractInput): RunContract {
     usage: { ...usage, source },
     journal: { steps },
   };
+  return {
+    contract: { version: RUN_CONTRACT_VERSION, exportedAt: iso(exportedAt), digest: digestContract(body) },
+    ...body,
+  };
+}
+
+function runOf(
+  run: RunRecord,
+  transitions: readonly TransitionRecord[],
+  steps: readonly StepRecord[],
+  children: readonly RunRecord[],
+): RunContract["run"] {
+  return {
+    id: run.id,
+    key: run.key,
+    agent: run.agent,
+    workflow: run.workflow,
+    input: run.input,
+    meta: run.meta,
+    parentRunId: run.parentRunId,
+    children: children.map((c) => c.id).sort(),
+    continuedFrom: run.continuedFrom,
+    continuedTo: run.continuedTo,
+    forkedFrom: run.forkedFrom ? { ...run.forkedFrom, at: iso(run.forkedFrom.at) } : null,
+    forks: (run.forks ?? []).map((f) => ({ ...f, at: iso(f.at) })),
+    versions: run.versions,
+    modelAndPromptVersions: modelContextOf(run, steps),
+    state: run.state,
+    contractState: contractState(run.state, run.pausedReason),
+    pausedReason: run.pausedReason,
+    epoch: run.epoch,
+    parentClosePolicy: run.parentClosePolicy,
+    createdAt: iso(run.createdAt),
+    updatedAt: iso(run.updatedAt),
+    transitions: transitions.map((t) => ({
+      id: t.id,
+      at: iso(t.at),
+      actor: t.actor,
+      from: t.from,
+      to: t.to,
+      contractState: contractState(t.to, t.pausedReason),
+      pausedReason: t.pausedReason,
+      reason: t.reason,
+      versions: t.versions,
+    })),
+  };
 }
 
 function jobOf(run: RunRecord): ContractJob {
   const job = run.meta.job;
   const declared = job !== null && typeof job === "object" && !Array.isArray(job) ? job : {};
   return {
+    jobId: declared.jobId ?? null,
     objective: declared.objective ?? null,
     acceptanceRule: declared.acceptanceRule ?? null,
     owner: declared.owner ?? null,
@@ -148,6 +195,8 @@ function checkpointOf(
       : `effect ${uncertain.join(", ")} of unknown outcome is settled first by its tool's status query, else by an operator's reconcile, never by running it blind`;
   return {
     store: { backend: store.backend, location: store.location ?? null },
+    retentionAndDeletion:
+      "kept until deleted: nothing in Cairn deletes a run, its steps, waits, signals or blobs, whatever state it ended in",
     lastCommittedTransition: last ? { id: last.id, to: last.to, at: iso(last.at) } : null,
     lastCompletedStep: completed.at(-1)?.seq ?? null,
     checkpointedSteps: replayed,
@@ -164,20 +213,22 @@ function cancelPending(run: RunRecord): boolean {
 }
 
 function retriesOf(steps: readonly StepRecord[], agent: AgentDefinition | undefined): ContractRetry[] {
-  const byTool = new Map<string, { calls: number; attempts: number }>();
+  const byTool = new Map<string, { calls: number; attempts: number; seqs: number[] }>();
   for (const step of steps) {
     if (step.kind !== "tool") continue;
-    const seen = byTool.get(step.name) ?? { calls: 0, attempts: 0 };
+    const seen = byTool.get(step.name) ?? { calls: 0, attempts: 0, seqs: [] };
     seen.calls += 1;
+    seen.seqs.push(step.seq);
     seen.attempts += step.attempts.length;
     byTool.set(step.name, seen);
   }
-  return [...byTool].map(([tool, { calls, attempts }]) => {
+  return [...byTool].map(([tool, { calls, attempts, seqs }]) => {
     const definition = agent?.tools[tool];
     if (!definition) {
       return {
         tool,
         calls,
+        steps: seqs,
         attempts,
         policy: null,
         startToCloseTimeoutMs: null,
@@ -191,6 +242,7 @@ function retriesOf(steps: readonly StepRecord[], agent: AgentDefinition | undefi
     return {
       tool,
       calls,
+      steps: seqs,
       attempts,
       policy: {
         maximumAttempts: p.maximumAttempts,
@@ -207,7 +259,7 @@ function retriesOf(steps: readonly StepRecord[], agent: AgentDefinition | undefi
   });
 }
 
-function effectsOf(steps: readonly StepRecord[]): ContractEffect[] {
+function effectsOf(steps: readonly StepRecord[], agent: AgentDefinition | undefined): ContractEffect[] {
   const withEffect = steps.filter((s): s is StepRecord & { effect: EffectRecord } => s.effect !== undefined);
   return withEffect.map((step) => {
     const e = step.effect;
@@ -248,6 +300,7 @@ function effectsOf(steps: readonly StepRecord[]): ContractEffect[] {
           }
         : null,
       compensates: e.compensates ?? null,
+      ambiguityRule: ambiguityRuleOf(step, agent),
       compensation: {
         declared: e.compensate,
         compensatedBy: undoer?.seq ?? null,

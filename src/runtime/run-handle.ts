@@ -42,7 +42,14 @@ export class RunHandle<Output = unknown> {
     if (run.state === "COMPLETED") return run.output as Output;
     throw new RunEndedError({
       runId: run.id,
-      state: run.state as "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED" | "NEEDS_RECONCILIATION",
+      state: run.state as
+        | "FAILED"
+        | "BLOCKED"
+        | "INTERRUPTED"
+        | "CANCELLED"
+        | "COMPENSATED"
+        | "NEEDS_RECONCILIATION"
+        | "MOVED",
       error: run.error,
     });
   }

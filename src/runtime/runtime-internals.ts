@@ -24,6 +24,7 @@ import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
 import type { ForkOperationsHost } from "./fork-operations.ts";
 import type { ResumeOperationsHost } from "./resume-operations.ts";
+import { DEFAULT_CONTRACT_SETTINGS } from "./run-contract-sections.ts";
 import { RunEventHub } from "./run-events.ts";
 import { historyLimits, type RunLimits } from "./run-limits.ts";
 import { RunWaiters } from "./run-waiters.ts";
@@ -55,6 +56,8 @@ export class RuntimeInternals {
   readonly events: RunEventHub;
   /** `name@version,…` of the policies, recorded on every transition. */
   readonly #policyVersions: string | null;
+  /** The runtime's models as `name=model,…` (the default context version), or null. */
+  readonly #modelContext: string | null;
   /** The MCP servers of `options.mcp`, connected on first use. */
   readonly #mcp: McpClients | undefined;
   readonly #listeners = new Set<TransitionListener>();
@@ -81,6 +84,8 @@ export class RuntimeInternals {
     const policies = Object.freeze([...(options.policies ?? [])]);
     validatePolicies(policies);
     this.#policyVersions = policyVersions(policies);
+    const models = Object.entries(options.models ?? {}).sort(([a], [b]) => (a < b ? -1 : 1));
+    this.#modelContext = models.length ? models.map(([name, model]) => `${name}=${model.name}`).join(",") : null;
     const prices = priceTable(options.prices);
     this.backend = options.backend ?? new InMemoryBackend();
     this.clock = options.clock ?? systemClock;
@@ -273,6 +278,9 @@ export class RuntimeInternals {
       workflow: this.agents.get(agentName)?.version ?? "unknown",
       policy: this.#policyVersions,
       runtime: RUNTIME_VERSION,
+      authority: this.options.versions?.authority ?? null,
+      sandbox: this.options.versions?.sandbox ?? null,
+      context: this.options.versions?.context ?? this.#modelContext,
     };
   }
 
@@ -358,6 +366,16 @@ export class RuntimeInternals {
       now: () => this.clock.now(),
       getRun: (id) => this.getRun(id),
       agent: (name) => this.agents.get(name),
+      settings: () => {
+        const worker = this.options.worker || {};
+        return {
+          cancelGraceMs: worker.cancelGraceMs ?? DEFAULT_CONTRACT_SETTINGS.cancelGraceMs,
+          maxAutoRecoveries: worker.maxAutoRecoveries ?? DEFAULT_CONTRACT_SETTINGS.maxAutoRecoveries,
+          leaseMs: worker.leaseMs ?? DEFAULT_CONTRACT_SETTINGS.leaseMs,
+          retryPauseThresholdMs: this.options.retryPauseThresholdMs ?? DEFAULT_CONTRACT_SETTINGS.retryPauseThresholdMs,
+          modelTimeoutMs: this.options.modelTimeoutMs ?? null,
+        };
+      },
     };
   }
 }

@@ -21,7 +21,14 @@ const agent = defineAgent({
 const LIMIT = 1024 * 1024;
 
 describe("startMeta", () => {
-  it.each(RESERVED_META_KEYS)("refuses meta.%s from the caller, naming the key and the option to use", (key) => {
+  it("refuses meta.imported from the caller: only an import sets it", () => {
+    expect(() => startMeta(agent, { meta: { imported: "x" } }, LIMIT)).toThrow(
+      /^meta\.imported is reserved: .*runtime\.importRun/,
+    );
+  });
+
+  const optionKeys = RESERVED_META_KEYS.filter((key) => key !== "imported");
+  it.each(optionKeys)("refuses meta.%s from the caller, naming the key and the option to use", (key) => {
     const refused = () => startMeta(agent, { meta: { [key]: "x" } }, LIMIT);
     expect(refused).toThrow(InvalidInputError);
     expect(refused).toThrow(new RegExp(`^meta\\.${key} is reserved: .*use the \`${key}\` option`));

@@ -42,6 +42,14 @@ export interface RuntimeOptions {
    */
   modelTimeoutMs?: number;
   /**
+   * The versions of what runs depend on beyond their code, recorded on every run and transition
+   * and checked on resume (DESIGN §3): `authority` (the mandate or approval regime the runs act
+   * under: a run resumed under another fails VERSION_MISMATCH, resumable once the right one is
+   * deployed), `sandbox` and `context` (the prompt and model context; default: the names of the
+   * runtime's models). A resume under another sandbox or context says so on its RUNNING transition.
+   */
+  versions?: { authority?: string; sandbox?: string; context?: string };
+  /**
    * MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers the model, each call a
    * step. Connected on first use, closed with the runtime. @default {}
    * @example
@@ -170,7 +178,7 @@ export interface StartOptions {
  * (the run contract's job). A caller's `meta` may not hold them: each is set by its own option,
  * which is checked, and `module` never comes from a caller's data.
  */
-export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job"] as const;
+export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job", "imported"] as const;
 
 /** One of {@link RESERVED_META_KEYS}. */
 export type ReservedMetaKey = (typeof RESERVED_META_KEYS)[number];
@@ -181,6 +189,7 @@ const INSTEAD: { readonly [K in ReservedMetaKey]: string } = {
   compensate: "the `compensate` option",
   budget: "the `budget` option",
   job: "the `job` option",
+  imported: "`runtime.importRun`, which records where an imported run came from",
 };
 
 /** Why `meta` (a caller's) holds a reserved key, naming it and what to use instead; or undefined. */

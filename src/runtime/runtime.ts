@@ -19,6 +19,7 @@ import { exportRunContract, recordVerdict, reportCosts, type VerdictOptions } fr
 import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
 import { type ForkOptions, type ForkResult, forkRun, type RerunOptions, rerunRun } from "./fork-operations.ts";
+import { type ImportResult, importRunContract, type MoveOptions, moveRunOut } from "./import-operations.ts";
 import { type ResumeOptions, resumeRun } from "./resume-operations.ts";
 import { RunHandle } from "./run-handle.ts";
 import type { RunLimits } from "./run-limits.ts";
@@ -361,6 +362,28 @@ export class Runtime {
    */
   async exportRun(runId: string): Promise<RunContract> {
     return exportRunContract(this.#internals.contractOps(), runId);
+  }
+
+  /**
+   * Recreates a run from its exported contract on this runtime's backend, as it was (DESIGN §5,
+   * "Moving a run"): refused with `ContractAlteredError` naming the field when the contract is
+   * not what was exported, with `ImportConflictError` when its id or key names another run here.
+   * The same contract again returns the run (`created: false`).
+   */
+  async importRun(contract: unknown): Promise<ImportResult> {
+    await this.#internals.ready();
+    const result = await importRunContract(this.#internals.contractOps(), contract);
+    this.#internals.worker?.poke();
+    return result;
+  }
+
+  /** Exports a run and ends it here MOVED (`to`: where it went); continue it with `importRun`. */
+  async moveRun(runId: string, options: MoveOptions = {}): Promise<RunContract> {
+    checkId(runId);
+    checkActor(options.by);
+    checkNote(options.to, "to");
+    await this.#internals.ready();
+    return moveRunOut(this.#internals.contractOps(), runId, options);
   }
 
   /**

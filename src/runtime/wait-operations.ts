@@ -185,7 +185,8 @@ async function resolve(
   const run = await host.getRun(runId);
   // An interrupted run keeps its waits open: it is resumed, and finds the answer then.
   if (isTerminal(run.state) && run.state !== "INTERRUPTED") {
-    throw new RunNotOpenError(`run ${runId} is ${run.state}; its waits are closed`);
+    const moved = run.state === "MOVED" ? ` (${run.error?.message ?? "moved to another store"})` : "";
+    throw new RunNotOpenError(`run ${runId} is ${run.state}; its waits are closed${moved}`);
   }
   const result = await host.backend.resolveWait({
     runId,

@@ -7,6 +7,8 @@ import {
   cancelRoute,
   denyRoute,
   forkRoute,
+  importRoute,
+  moveRoute,
   reconcileRoute,
   rejectRoute,
   rerunRoute,
@@ -28,6 +30,24 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
   registerApprovalHandlers(app, ctx);
   registerControlHandlers(app, ctx);
   registerVerdictHandlers(app, ctx);
+  registerMoveHandlers(app, ctx);
+}
+
+/** Import a run from its contract, and move one out (admin: an import writes a record as given). */
+function registerMoveHandlers(app: ServerApp, { runtime }: ServerContext): void {
+  app.openapi(importRoute, async (c) => {
+    const { run, created } = await runtime.importRun(c.req.valid("json"));
+    return created
+      ? c.json(wire({ run, created: true as const }, c.get("principal")), 201)
+      : c.json(wire({ run, created: false as const }, c.get("principal")), 200);
+  });
+
+  app.openapi(moveRoute, async (c) => {
+    const { id } = c.req.valid("param");
+    const { to } = c.req.valid("json");
+    const contract = await runtime.moveRun(id, { by: actorOf(c.get("principal")), ...(to !== undefined && { to }) });
+    return c.json(wire({ contract: contract as unknown as Record<string, unknown> }, c.get("principal")), 200);
+  });
 }
 
 /** `POST /api/runs`: starts a run (or returns the run of its key). */

@@ -42,6 +42,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   UNKNOWN_SECRET: 422,
   // The request's data is wrong.
   INVALID_INPUT: 400,
+  CONTRACT_ALTERED: 400,
   NOT_SERIALIZABLE: 400,
   STORAGE_REJECTED: 400,
   PAYLOAD_TOO_LARGE: 413,
@@ -52,6 +53,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   RUN_NOT_RESUMABLE: 409,
   ALREADY_DECIDED: 409,
   RUN_NOT_COMPLETED: 409,
+  IMPORT_CONFLICT: 409,
   LEASE_LOST: 409,
   // The run's inbox holds maxUnreadSignals unread signals: it must read some first.
   SIGNAL_INBOX_FULL: 409,
@@ -73,6 +75,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   RUN_CANCELLED: 500,
   RUN_COMPENSATED: 500,
   RUN_NEEDS_RECONCILIATION: 500,
+  RUN_MOVED: 500,
   APPROVAL_DENIED: 500,
   APPROVAL_EXPIRED: 500,
   CANCELLED: 500,

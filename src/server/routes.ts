@@ -13,8 +13,10 @@ import {
   ErrorBodySchema,
   EventsQuery,
   ForkBody,
+  ImportBody,
   ListRunsQuery,
   MeSchema,
+  MoveBody,
   ReconcileBody,
   RunParams,
   RunSchema,
@@ -69,6 +71,9 @@ import {
  * POST /api/runs/:id/accept { note? }                         → { run }
  * POST /api/runs/:id/reject { note? }                         → { run }
  * GET  /api/runs/:id/contract       → the run contract (runtime.exportRun)
+ * POST /api/runs/import <contract>  → 201 { run, created: true } | 200 { run, created: false } (imported before);
+ *                                     admin only; 400 CONTRACT_ALTERED names the field, 409 IMPORT_CONFLICT
+ * POST /api/runs/:id/move { to? }   → { contract } (keep it: the only copy); the run ends MOVED here; admin only
  * GET  /api/runs/:id/events         (SSE) this run: "transition", "step", "model.start" / "model.text" /
  *                                     "model.retry" / "model.end", "sandbox.output", then "end" once it
  *                                     settles
@@ -129,6 +134,7 @@ type Middleware = MiddlewareHandler<ServerEnv>;
 const read: [Middleware] = [requires("read")];
 const operate: [Middleware, Middleware] = [requires("operate"), jsonBody];
 const approve: [Middleware, Middleware] = [requires("approve"), jsonBody];
+const administer: [Middleware, Middleware] = [requires("administer"), jsonBody];
 
 export const meRoute = createRoute({
   method: "get",
@@ -365,6 +371,32 @@ const verdictRoute = (verdict: "accept" | "reject") =>
     request: { params: RunParams, body: body(VerdictBody) },
     responses: { 200: ok(z.object({ run: RunSchema }), "The run with its verdict"), ...acts },
   });
+
+export const importRoute = createRoute({
+  method: "post",
+  path: "/api/runs/import",
+  tags: ["acts"],
+  summary: "Recreate a run from its exported contract (admin)",
+  security,
+  middleware: administer,
+  request: { body: body(ImportBody) },
+  responses: {
+    201: ok(z.object({ run: RunSchema, created: z.literal(true) }), "The run, imported"),
+    200: ok(z.object({ run: RunSchema, created: z.literal(false) }), "The run, imported from this contract before"),
+    ...acts,
+  },
+});
+
+export const moveRoute = createRoute({
+  method: "post",
+  path: "/api/runs/{id}/move",
+  tags: ["acts"],
+  summary: "Export a run and end it MOVED here (admin)",
+  security,
+  middleware: administer,
+  request: { params: RunParams, body: body(MoveBody) },
+  responses: { 200: ok(z.object({ contract: z.record(z.string(), z.unknown()) }), "The run's contract"), ...acts },
+});
 
 export const acceptRoute = verdictRoute("accept");
 export const rejectRoute = verdictRoute("reject");

@@ -60,7 +60,7 @@ export interface RunFeedOptions {
   logger?: Logger;
 }
 
-const FINAL: ReadonlySet<RunState> = new Set(["COMPLETED", "FAILED", "BLOCKED", "CANCELLED", "COMPENSATED"]);
+const FINAL: ReadonlySet<RunState> = new Set(["COMPLETED", "FAILED", "BLOCKED", "CANCELLED", "COMPENSATED", "MOVED"]);
 const MOVABLE: readonly RunState[] = RUN_STATES.filter((s) => !FINAL.has(s));
 const RECENT = 100;
 const PAGE = 500;

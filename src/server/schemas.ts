@@ -285,6 +285,7 @@ export const StartRunBody = z
     job: z
       .strictObject({
         objective: z.string().optional(),
+        jobId: z.string().optional(),
         acceptanceRule: z.string().optional(),
         owner: z.string().optional(),
         authority: z.string().optional(),
@@ -326,6 +327,13 @@ export const ForkBody = z
     input: json().optional(),
   })
   .openapi("Fork");
+export const ImportBody = z.record(z.string(), z.unknown()).openapi("RunContractBody", {
+  description: "a run contract as `GET /api/runs/:id/contract` or `cairn export` gives it",
+});
+
+export const MoveBody = z
+  .strictObject({ to: text("where the run goes, kept in its MOVED record (no credentials)").optional() })
+  .openapi("Move");
 
 export const ReconcileBody = z
   .strictObject({

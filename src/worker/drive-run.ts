@@ -1,7 +1,7 @@
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { EnvelopeOutcome } from "../core/envelope/envelope-outcome.ts";
 import { LeaseLostError, RuntimeClosedError, StorageError, VersionMismatchError } from "../core/errors.ts";
-import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { serializeError } from "../core/serialize.ts";
 import { carryOutStop, endCancelledHere, failUndrivable, recordOutcome } from "./execution-endings.ts";
 import type { RunExecution } from "./run-execution.ts";
@@ -82,9 +82,19 @@ async function executeRun(execution: RunExecution, recorded?: TransitionRecord):
  */
 function policyChange(execution: RunExecution, claimed: RunRecord, agent: AgentDefinition | undefined): string {
   if (claimed.state === "PENDING" || !agent) return "";
-  const policies = execution.scope.deps.versions(claimed.agent).policy;
-  if (claimed.versions.policy === policies) return "";
-  return `; policies changed since the run started (${claimed.versions.policy ?? "none"} -> ${policies ?? "none"}), the ones in force now apply to its next calls`;
+  const now = execution.scope.deps.versions(claimed.agent);
+  const was = claimed.versions;
+  let said = "";
+  if (was.policy !== now.policy) {
+    said += `; policies changed since the run started (${was.policy ?? "none"} -> ${now.policy ?? "none"}), the ones in force now apply to its next calls`;
+  }
+  // Sandbox and context: recorded since issue 24; a run started before has neither.
+  for (const part of ["sandbox", "context"] as const) {
+    if (was[part] !== undefined && was[part] !== now[part]) {
+      said += `; ${part} changed since the run started (${was[part] ?? "none"} -> ${now[part] ?? "none"}), its next calls use the new one`;
+    }
+  }
+  return said;
 }
 
 async function failUnknownAgent(execution: RunExecution): Promise<void> {
@@ -117,7 +127,8 @@ async function endedBeforeStart(execution: RunExecution, agent: AgentDefinition)
     await carryOutStop(execution);
     return true;
   }
-  const mismatch = versionMismatch(started, agent);
+  const mismatch =
+    versionMismatch(started, agent) ?? authorityMismatch(started, execution.scope.deps.versions(agent.name));
   if (mismatch) {
     await execution.transition(started, {
       to: "FAILED",
@@ -198,6 +209,19 @@ async function pause(execution: RunExecution, outcome: Extract<EnvelopeOutcome, 
     return true;
   }
   return false;
+}
+
+/**
+ * The error of a run started under another authority version than the one in force here (the
+ * contract's invariant 4): it does not act under a mandate it was not started with. A run recorded
+ * before authority versions were kept has none and is not checked.
+ */
+export function authorityMismatch(run: RunRecord, now: Versions): VersionMismatchError | undefined {
+  const started = run.versions.authority;
+  if (started === undefined || started === (now.authority ?? null)) return undefined;
+  return new VersionMismatchError(
+    `run ${run.id} started under authority ${started ?? "none"}, and this runtime acts under ${now.authority ?? "none"}; resume it from a runtime whose versions.authority is ${started ?? "unset"}`,
+  );
 }
 
 /**

@@ -4,6 +4,7 @@ import { describeChildWaitSweep } from "./child-wait-sweep-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
 import { describeForks } from "./forks-conformance.ts";
+import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
@@ -95,6 +96,7 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeEffects(use);
     describeUsage(use);
     describeForks(use);
+    describeImports(use);
     if (options.wakeUps) {
       describeWakeUps(use);
     } else {

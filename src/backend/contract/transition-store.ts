@@ -57,6 +57,11 @@ export interface TransitionRequest {
    * (an operator's `reconcile` writes its decision on the effect's step this way).
    */
   steps?: readonly StepRecord[];
+  /**
+   * Refuse the transition (`IllegalTransitionError`) unless the run's last transition is this one:
+   * a move (`export --move`) fences the run only as the contract it exported saw it.
+   */
+  expectLastTransitionId?: number;
 }
 
 /** Run fields a transition may change. */

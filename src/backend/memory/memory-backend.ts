@@ -10,6 +10,7 @@ import type {
 import { OWNED_STATES } from "../../core/run-state.ts";
 import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
+import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -21,6 +22,7 @@ import type { Wake } from "../contract/wake-ups.ts";
 import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
 import { planFork } from "../rules/fork-rules.ts";
+import { planImport } from "../rules/import-rules.ts";
 import { claimed, isClaimable } from "../rules/lease-rules.ts";
 import { hasEnded, type Plan } from "../rules/plan.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
@@ -76,6 +78,19 @@ export class InMemoryBackend implements RuntimeBackend {
     this.#steps.set(planned.run.id, new Map(planned.steps.map((step) => [step.seq, copyStep(step, 0)])));
     this.#runs.set(planned.source.id, planned.source);
     return { run: { ...planned.run }, transition: created.transition, source: { ...planned.source } };
+  }
+
+  async importRun(input: ImportRunInput): Promise<ImportRunResult> {
+    const { run } = input;
+    const keyId = run.key === null ? null : `${run.agent}\u0000${run.workflow}\u0000${run.key}`;
+    const byKey = keyId === null ? undefined : this.#runs.get(this.#keys.get(keyId) ?? "");
+    const planned = planImport(structuredClone(input), this.#runs.get(run.id), byKey);
+    if ("existing" in planned) return { run: { ...planned.existing.run }, created: false };
+    this.#apply(planned.plan);
+    if (keyId !== null) this.#keys.set(keyId, run.id);
+    const stored = this.#steps.get(run.id) as Map<number, StepRecord>;
+    for (const step of planned.steps) stored.set(step.seq, copyStep(step, step.epoch));
+    return { run: { ...planned.run }, created: true };
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {

@@ -8,6 +8,7 @@ import type {
 } from "../../core/records.ts";
 import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
+import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimedRun, ClaimManyRequest, ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -22,6 +23,7 @@ import { makePool, PostgresConnection } from "./postgres-connection.ts";
 import { describeTarget } from "./postgres-errors.ts";
 import { PostgresFeed } from "./postgres-feed.ts";
 import { PostgresForks } from "./postgres-forks.ts";
+import { PostgresImports } from "./postgres-imports.ts";
 import { PostgresJournal } from "./postgres-journal.ts";
 import { PostgresLeases } from "./postgres-leases.ts";
 import { listenForWakeUps, wakeChannel } from "./postgres-listener.ts";
@@ -73,6 +75,7 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #db: PostgresConnection;
   readonly #channel: string;
   readonly #runs: PostgresRuns;
+  readonly #imports: PostgresImports;
   readonly #leases: PostgresLeases;
   readonly #transitions: PostgresTransitions;
   readonly #journal: PostgresJournal;
@@ -101,6 +104,7 @@ export class PostgresBackend implements RuntimeBackend {
       inlineLimitBytes: this.inlineLimitBytes,
     };
     this.#runs = new PostgresRuns(shared);
+    this.#imports = new PostgresImports(shared);
     this.#leases = new PostgresLeases(shared);
     this.#transitions = new PostgresTransitions(shared);
     this.#journal = new PostgresJournal(shared);
@@ -168,6 +172,10 @@ export class PostgresBackend implements RuntimeBackend {
 
   createRun(input: CreateRunInput): Promise<CreateRunResult> {
     return this.#runs.createRun(input);
+  }
+
+  importRun(input: ImportRunInput): Promise<ImportRunResult> {
+    return this.#imports.importRun(input);
   }
 
   getRun(runId: string): Promise<RunRecord | undefined> {

@@ -41,6 +41,12 @@ export function applyTransition(
       { from: run.state, to: request.to },
     );
   }
+  if (request.expectLastTransitionId !== undefined && run.lastTransitionId !== request.expectLastTransitionId) {
+    throw new IllegalTransitionError(
+      `run ${run.id}: transition ${request.from} -> ${request.to} refused, the run moved on (transition ${run.lastTransitionId}, expected ${request.expectLastTransitionId}); try again`,
+      { from: run.state, to: request.to },
+    );
+  }
   assertTransition(request.from, request.to, {
     pausedReason: request.pausedReason,
     errorCode: run.error?.code,

@@ -9,6 +9,7 @@ import type {
 } from "../../core/records.ts";
 import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
+import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
@@ -22,6 +23,7 @@ import { SqliteConnection } from "./sqlite-connection.ts";
 import { toStorageError } from "./sqlite-errors.ts";
 import { SqliteFeed } from "./sqlite-feed.ts";
 import { SqliteForks } from "./sqlite-forks.ts";
+import { SqliteImports } from "./sqlite-imports.ts";
 import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
@@ -39,6 +41,7 @@ export type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.t
 interface SqliteParts {
   readonly connection: SqliteConnection;
   readonly runs: SqliteRuns;
+  readonly imports: SqliteImports;
   readonly leases: SqliteLeases;
   readonly transitions: SqliteTransitions;
   readonly journal: SqliteJournal;
@@ -94,6 +97,7 @@ export class SqliteBackend implements RuntimeBackend {
       this.#parts = {
         connection,
         runs: new SqliteRuns(connection, s),
+        imports: new SqliteImports(connection, s, this.inlineLimitBytes),
         leases: new SqliteLeases(connection, s),
         transitions: new SqliteTransitions(connection, s, this.inlineLimitBytes),
         journal: new SqliteJournal(connection, s, this.inlineLimitBytes),
@@ -127,6 +131,10 @@ export class SqliteBackend implements RuntimeBackend {
 
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {
     return this.#open().runs.createRun(input);
+  }
+
+  async importRun(input: ImportRunInput): Promise<ImportRunResult> {
+    return this.#open().imports.importRun(input);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {

@@ -178,7 +178,7 @@ function printRun(io: Io, run: RunRecord): void {
   field("updated", `${dateTime(run.updatedAt)} (${age(run.updatedAt, now)})`);
   field(
     "versions",
-    `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}${run.versions.policy ? `, policies ${run.versions.policy}` : ""}`,
+    `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}${run.versions.policy ? `, policies ${run.versions.policy}` : ""}${versionsBeyond(run)}`,
   );
   const budget = run.meta.budget;
   if (budget && typeof budget === "object" && !Array.isArray(budget)) {
@@ -202,6 +202,13 @@ function printRun(io: Io, run: RunRecord): void {
   }
   const module = run.meta.module;
   if (typeof module === "string") field("module", module);
+  const moved = run.state === "MOVED" ? (run.error?.data as { to?: unknown; digest?: unknown } | undefined) : undefined;
+  if (moved) field("moved to", `${String(moved.to)} (contract ${String(moved.digest)}): continue it there`);
+  const imported = run.meta.imported as { digest?: Json; from?: { backend?: Json; location?: Json } } | undefined;
+  if (imported?.from) {
+    const where = `${imported.from.backend}${imported.from.location ? ` ${imported.from.location}` : ""}`;
+    field("imported", `from ${where} (contract ${imported.digest})`);
+  }
   if (run.parentRunId)
     field("parent", `run ${run.parentRunId} (if it ends first: ${run.parentClosePolicy ?? "suspend"})`);
   const origin = run.forkedFrom;
@@ -300,4 +307,14 @@ function effectLabel(step: StepRecord): string {
         ? " (by its status query)"
         : "";
   return `${head}${e.receipt !== undefined ? ` · receipt ${JSON.stringify(e.receipt)}` : ""}${by}`;
+}
+
+/** The authority, sandbox and context versions a run started under, those it has (DESIGN §3). */
+function versionsBeyond(run: RunRecord): string {
+  const { authority, sandbox, context } = run.versions;
+  return [
+    authority ? `, authority ${authority}` : "",
+    sandbox ? `, sandbox ${sandbox}` : "",
+    context ? `, context ${context}` : "",
+  ].join("");
 }

@@ -56,7 +56,8 @@ export class RunEndedError extends CairnError {
     | "RUN_INTERRUPTED"
     | "RUN_CANCELLED"
     | "RUN_COMPENSATED"
-    | "RUN_NEEDS_RECONCILIATION";
+    | "RUN_NEEDS_RECONCILIATION"
+    | "RUN_MOVED";
   readonly runId: string;
   readonly state: string;
   /** The run's own error, as stored. */
@@ -64,7 +65,7 @@ export class RunEndedError extends CairnError {
   constructor(
     details: {
       runId: string;
-      state: "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED" | "NEEDS_RECONCILIATION";
+      state: "FAILED" | "BLOCKED" | "INTERRUPTED" | "CANCELLED" | "COMPENSATED" | "NEEDS_RECONCILIATION" | "MOVED";
       error?: SerializedError | undefined;
     },
     options?: CairnErrorOptions,
@@ -80,7 +81,31 @@ export class RunEndedError extends CairnError {
   }
 }
 
+/**
+ * An exported run contract that is not what its exporter wrote (DESIGN §5, "Moving a run"): its
+ * digest does not match its content. `field` names the first field that changed.
+ */
+export class ContractAlteredError extends CairnError {
+  readonly code = "CONTRACT_ALTERED" as const;
+  /** The contract field that changed, e.g. `run.state` or `journal.steps[3]`. */
+  readonly field: string;
+  constructor(message: string, details: { field: string }, options?: CairnErrorOptions) {
+    super(message, options);
+    this.field = details.field;
+  }
+}
+
+/**
+ * An import that the destination store cannot take: the run's id, or its key, names another run
+ * there (not the same export), or the run's state or lineage cannot be continued there.
+ */
+export class ImportConflictError extends CairnError {
+  readonly code = "IMPORT_CONFLICT" as const;
+}
+
 markErrorClasses({
+  ContractAlteredError,
+  ImportConflictError,
   LeaseLostError,
   RunNotFoundError,
   RunNotResumableError,

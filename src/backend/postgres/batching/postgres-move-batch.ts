@@ -73,6 +73,8 @@ export function moveParams(
 
 function isMovable(request: TransitionRequest): boolean {
   if (!("epoch" in request.fence) || request.successor || request.from === "FAILED") return false;
+  // The statement checks no expected last transition: the planners do (`applyTransition`).
+  if (request.expectLastTransitionId !== undefined) return false;
   if (request.steps?.some((step) => step.runId !== request.runId)) return false;
   try {
     assertTransition(request.from, request.to, { pausedReason: request.pausedReason });
