@@ -121,3 +121,43 @@ function describe(value: unknown): string {
   if (Array.isArray(value)) return "an array";
   return typeof value === "object" ? "an object" : typeof value;
 }
+
+/** The arguments of `approve` and `deny`. */
+export function checkDecision(
+  runId: string,
+  approvalId: string,
+  options: { by?: unknown; digest?: unknown; note?: unknown } | undefined,
+): void {
+  checkId(runId);
+  checkId(approvalId, "approval id");
+  checkActor(options?.by);
+  checkNote(options?.digest, "digest");
+  checkNote(options?.note, "note");
+}
+
+/** The arguments of `signal`. */
+export function checkSignal(runId: string, name: string, options: { messageId?: unknown; by?: unknown }): void {
+  checkId(runId);
+  checkName(name, "signal name");
+  checkOptionalName(options.messageId, "messageId");
+  checkActor(options.by);
+}
+
+/** The arguments of `reconcile`. */
+export function checkReconcile(
+  runId: string,
+  effectId: string,
+  options: { by?: unknown; note?: unknown } | undefined,
+): void {
+  checkId(runId);
+  checkId(effectId, "effect id");
+  checkActor(options?.by);
+  checkNote(options?.note, "note");
+}
+
+/** The run, the actor and the notes (reason, to …) of an action on a run. */
+export function checkAction(runId: string, by: unknown, notes: Record<string, unknown> = {}): void {
+  checkId(runId);
+  checkActor(by);
+  for (const [field, value] of Object.entries(notes)) checkNote(value, field);
+}

@@ -6,6 +6,7 @@ import type { RunContract } from "../core/run-contract.ts";
 import { buildCostReport, type CostFilter, type CostReport, runsNeedingSteps } from "./cost-report.ts";
 import { buildRunContract } from "./run-contract-builder.ts";
 import type { ContractSettings } from "./run-contract-sections.ts";
+import type { RunHistory } from "./runtime-options.ts";
 
 /**
  * The client operations on a run's record as a whole — export it as a run contract, accept or
@@ -128,4 +129,15 @@ function actorOf(by: Actor | string | undefined, decision: string): Actor {
     );
   }
   return actor;
+}
+
+/** The run with its transitions, steps and waits (`runtime.history`). */
+export async function readHistory(host: ContractOperationsHost, runId: string): Promise<RunHistory> {
+  const run = await host.getRun(runId);
+  const [transitions, steps, waits] = await Promise.all([
+    host.backend.listTransitions(runId),
+    host.backend.loadSteps(runId),
+    host.backend.loadWaits(runId),
+  ]);
+  return { run, transitions, steps, waits };
 }

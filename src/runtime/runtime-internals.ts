@@ -11,6 +11,7 @@ import {
   UnknownNameError,
   WaitTimeoutError,
 } from "../core/errors.ts";
+import type { RunEvent, RunEventsOptions } from "../core/events.ts";
 import type { Logger } from "../core/logger.ts";
 import { policyVersions, validatePolicies } from "../core/policies.ts";
 import { priceTable } from "../core/prices.ts";
@@ -193,6 +194,14 @@ export class RuntimeInternals {
     const run = await this.backend.getRun(runId);
     if (!run) throw new RunNotFoundError(`no run with id "${runId}"; list runs with \`cairn runs\``);
     return run;
+  }
+
+  /** The run's live events (`runtime.events`): read until it settles, also in another process. */
+  readEvents(runId: string, options: RunEventsOptions): AsyncIterable<RunEvent> {
+    return this.events.read(runId, { ...options, checkMs: 1000 }, async () => {
+      const run = await this.backend.getRun(runId);
+      return run !== undefined && this.ended(run);
+    });
   }
 
   /** See `Runtime.waitFor`. */

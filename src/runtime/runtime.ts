@@ -6,16 +6,24 @@ import type { RunEvent, RunEventsOptions } from "../core/events.ts";
 import type { Actor, RunRecord, WaitRecord } from "../core/records.ts";
 import type { RunContract } from "../core/run-contract.ts";
 import {
-  checkActor,
+  checkAction,
+  checkDecision,
   checkId,
   checkName,
-  checkNote,
   checkOptionalName,
+  checkReconcile,
   checkRunFilter,
+  checkSignal,
   checkStartOptions,
   checkVerdict,
 } from "./client-checks.ts";
-import { exportRunContract, recordVerdict, reportCosts, type VerdictOptions } from "./contract-operations.ts";
+import {
+  exportRunContract,
+  readHistory,
+  recordVerdict,
+  reportCosts,
+  type VerdictOptions,
+} from "./contract-operations.ts";
 import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
 import { type ForkOptions, type ForkResult, forkRun, type RerunOptions, rerunRun } from "./fork-operations.ts";
@@ -130,14 +138,8 @@ export class Runtime {
   }
 
   /** The run with its transitions and steps. */
-  async history(runId: string): Promise<RunHistory> {
-    const run = await this.getRun(runId);
-    const [transitions, steps, waits] = await Promise.all([
-      this.backend.listTransitions(runId),
-      this.backend.loadSteps(runId),
-      this.backend.loadWaits(runId),
-    ]);
-    return { run, transitions, steps, waits };
+  history(runId: string): Promise<RunHistory> {
+    return readHistory(this.#internals.contractOps(), runId);
   }
 
   /**
@@ -166,8 +168,7 @@ export class Runtime {
    * The run goes RESUMING and a worker replays it from its checkpoints.
    */
   async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle> {
-    checkActor(options.by);
-    checkNote(options.reason, "reason");
+    checkAction(runId, options.by, { reason: options.reason });
     await this.#internals.ready();
     await resumeRun(this.#internals.resumeOps(), runId, options);
     return new RunHandle(this, runId, false);
@@ -184,10 +185,7 @@ export class Runtime {
     payload?: unknown,
     options: SignalOptions = {},
   ): Promise<{ duplicate: boolean; deliveredTo: string | null; messageId: string }> {
-    checkId(runId);
-    checkName(name, "signal name");
-    checkOptionalName(options.messageId, "messageId");
-    checkActor(options.by);
+    checkSignal(runId, name, options);
     await this.#internals.ready();
     const result = await sendSignal(this.#internals.waitOps(), runId, name, payload, options);
     if (result.transition) this.#internals.worker?.poke();
@@ -204,9 +202,8 @@ export class Runtime {
     value: unknown,
     options: { by?: Actor | string } = {},
   ): Promise<WaitRecord> {
-    checkId(runId);
+    checkAction(runId, options.by);
     checkId(waitId, "wait id");
-    checkActor(options.by);
     await this.#internals.ready();
     const result = await answerQuestion(this.#internals.waitOps(), runId, waitId, value, options);
     if (result.transition) this.#internals.worker?.poke();
@@ -233,11 +230,7 @@ export class Runtime {
     decision: "approved" | "denied",
     options: DecisionOptions,
   ): Promise<WaitRecord> {
-    checkId(runId);
-    checkId(approvalId, "approval id");
-    checkActor(options?.by);
-    checkNote(options?.digest, "digest");
-    checkNote(options?.note, "note");
+    checkDecision(runId, approvalId, options);
     await this.#internals.ready();
     const result = await decideApproval(this.#internals.waitOps(), runId, approvalId, decision, options);
     if (result.transition) this.#internals.worker?.poke();
@@ -251,9 +244,7 @@ export class Runtime {
    * as the request left it (`waitFor` it to see it end).
    */
   async cancel(runId: string, options: { by?: Actor | string; reason?: string } = {}): Promise<RunRecord> {
-    checkId(runId);
-    checkActor(options.by);
-    checkNote(options.reason, "reason");
+    checkAction(runId, options.by, { reason: options.reason });
     await this.#internals.ready();
     const run = await cancelRun(this.#internals.waitOps(), runId, options);
     this.#internals.worker?.noticeStop(runId);
@@ -267,16 +258,14 @@ export class Runtime {
    * later ones get keys of the new run. DESIGN §4, "Fork and rerun".
    */
   async fork(runId: string, options: ForkOptions): Promise<ForkResult> {
-    checkId(runId);
-    checkActor(options?.by);
+    checkAction(runId, options?.by);
     await this.#internals.ready();
     return forkRun(this.#internals.forkOps(), runId, options);
   }
 
   /** Reruns a FAILED run from its failed step on this code: a fork recorded as a rerun. */
   async rerun(runId: string, options: RerunOptions = {}): Promise<ForkResult> {
-    checkId(runId);
-    checkActor(options.by);
+    checkAction(runId, options.by);
     await this.#internals.ready();
     return rerunRun(this.#internals.forkOps(), runId, options);
   }
@@ -303,10 +292,7 @@ export class Runtime {
    * moves RECONCILING -> RUNNING and on.
    */
   async reconcile(runId: string, effectId: string, options: ReconcileOptions): Promise<RunRecord> {
-    checkId(runId);
-    checkId(effectId, "effect id");
-    checkActor(options?.by);
-    checkNote(options?.note, "note");
+    checkReconcile(runId, effectId, options);
     await this.#internals.ready();
     const run = await reconcileEffect(this.#internals.waitOps(), runId, effectId, options);
     this.#internals.worker?.poke();
@@ -328,11 +314,7 @@ export class Runtime {
    */
   events(runId: string, options: RunEventsOptions = {}): AsyncIterable<RunEvent> {
     checkId(runId);
-    const internals = this.#internals;
-    return internals.events.read(runId, { ...options, checkMs: 1000 }, async () => {
-      const run = await this.backend.getRun(runId);
-      return run !== undefined && internals.ended(run);
-    });
+    return this.#internals.readEvents(runId, options);
   }
 
   /** Calls `listener` for every transition made by this runtime. Returns an unsubscribe function. */
@@ -379,9 +361,7 @@ export class Runtime {
 
   /** Exports a run and ends it here MOVED (`to`: where it went); continue it with `importRun`. */
   async moveRun(runId: string, options: MoveOptions = {}): Promise<RunContract> {
-    checkId(runId);
-    checkActor(options.by);
-    checkNote(options.to, "to");
+    checkAction(runId, options.by, { to: options.to });
     await this.#internals.ready();
     return moveRunOut(this.#internals.contractOps(), runId, options);
   }

@@ -1,7 +1,5 @@
 import { createRoute, z } from "@hono/zod-openapi";
-import type { MiddlewareHandler } from "hono";
-import { requires, type ServerEnv } from "./auth.ts";
-import { jsonBody } from "./json-body.ts";
+import { acts, administer, approve, body, common, failure, ok, operate, read, reads, security } from "./route-parts.ts";
 import {
   AgentSchema,
   AnswerBody,
@@ -10,7 +8,6 @@ import {
   EffectParams,
   EffectSchema,
   EmptyBody,
-  ErrorBodySchema,
   EventsQuery,
   ForkBody,
   ImportBody,
@@ -96,45 +93,6 @@ import {
  * the backend's transition feed cursor (`<boot>.<seq>` on a backend without one; run-stream.ts and
  * run-feed.ts say why). Send the last one back as Last-Event-ID (or ?from=) to get only what came after.
  */
-
-const ok = <S extends z.ZodType>(schema: S, description: string) => ({
-  content: { "application/json": { schema } },
-  description,
-});
-
-const failure = (description: string) => ({
-  content: { "application/json": { schema: ErrorBodySchema } },
-  description,
-});
-
-/** The error responses every route may give. */
-const common = {
-  401: failure("UNAUTHENTICATED: no token, or an unknown one"),
-  403: failure("FORBIDDEN: the token's roles do not allow this"),
-} as const;
-const reads = { ...common, 404: failure("RUN_NOT_FOUND") } as const;
-const acts = {
-  ...common,
-  400: failure("INVALID_INPUT or MALFORMED_JSON"),
-  404: failure("RUN_NOT_FOUND, WAIT_NOT_FOUND or EFFECT_NOT_FOUND"),
-  409: failure(
-    "the run is not in a state that takes this (RUN_NOT_OPEN, WAIT_CLOSED, SIGNAL_INBOX_FULL, ILLEGAL_TRANSITION …)",
-  ),
-  413: failure("BODY_TOO_LARGE or PAYLOAD_TOO_LARGE"),
-  415: failure("UNSUPPORTED_MEDIA_TYPE"),
-} as const;
-const security = [{ bearer: [] }];
-
-const body = <S extends z.ZodType>(schema: S) => ({
-  content: { "application/json": { schema } },
-  required: true,
-});
-
-type Middleware = MiddlewareHandler<ServerEnv>;
-const read: [Middleware] = [requires("read")];
-const operate: [Middleware, Middleware] = [requires("operate"), jsonBody];
-const approve: [Middleware, Middleware] = [requires("approve"), jsonBody];
-const administer: [Middleware, Middleware] = [requires("administer"), jsonBody];
 
 export const meRoute = createRoute({
   method: "get",
