@@ -62,8 +62,10 @@ describe("cairn export", LONG, () => {
       "run",
       "checkpoint",
       "retries",
+      "retryAndTimeout",
       "effects",
       "waits",
+      "signals",
       "approvals",
       "isolation",
       "recovery",
@@ -107,7 +109,7 @@ describe("cairn export", LONG, () => {
     expect(contract.completion).toMatchObject({ state: "COMPLETED", acceptance: null, unresolved: [], delivery: null });
     expect((contract.completion.output as { quarter: string }).quarter).toBe("2026-Q3");
     expect(contract.journal.steps.map((s: StepRecord) => s.name)).toEqual(["fetch_data", "summarize"]);
-    expect(contract.job).toEqual({ objective: null, acceptanceRule: null, owner: null, authority: null });
+    expect(contract.job).toEqual({ jobId: null, objective: null, acceptanceRule: null, owner: null, authority: null });
     expect(contract.usage).toMatchObject({ toolCalls: 2, steps: 2, modelCalls: 1 });
     // Without the agent's code the retry rules are not known; they are null, not guessed.
     expect(contract.retries.map((r) => [r.tool, r.policy])).toEqual([
