@@ -101,7 +101,7 @@ describe("cairn CLI on PostgreSQL", () => {
     expect(id).toBeDefined();
     detachedId = id ?? "";
     expect(first.stdout).toContain("started PENDING: a `cairn worker` on this database claims it and drives it");
-    expect(first.stdout).toContain(`follow it: cairn show ${detachedId}`);
+    expect(first.stdout).toContain(`follow it: cairn show ${detachedId} --follow`);
     // Nothing drove it: no claim, no lease, the creation its only transition.
     const left = await clientRuntime().getRun(detachedId);
     expect(left).toMatchObject({

@@ -177,7 +177,7 @@ describe("cairn CLI", () => {
     ]);
     expect(detached.code).toBe(0);
     const id = runIdOf(detached.stdout);
-    expect(detached.stdout).toContain(`follow it: cairn show ${id} --db ${db}`);
+    expect(detached.stdout).toContain(`follow it: cairn show ${id} --follow --db ${db}`);
     const follow = background(["show", id, "--follow", "--db", db]);
     let first: ReturnType<typeof background> | undefined;
     let second: ReturnType<typeof background> | undefined;

@@ -48,6 +48,15 @@ function server(options: { agentModules?: Record<string, string> } = {}) {
 }
 
 describe("POST /api/runs: what a start takes", () => {
+  it("starts a run without an input with {}, as `cairn run` does", async () => {
+    const s = server();
+    const started = await s.start("operator", { input: undefined });
+    expect(started.body).toMatchObject({ created: true });
+    expect(started.status).toBe(201);
+    expect(started.body.run.input).toEqual({});
+    expect(await s.runtime.waitFor(started.body.run.id)).toMatchObject({ state: "COMPLETED", output: {} });
+  });
+
   it.each(["module", "budget", "compensate", "job"])(
     "refuses meta.%s with 400 INVALID_INPUT naming it, and starts nothing",
     async (key) => {

@@ -64,21 +64,26 @@ export function dateTime(at: number): string {
 
 /** `4s ago`, `12m ago`, `3h ago`, `2d ago`. */
 export function age(at: number, now = Date.now()): string {
-  const s = Math.max(0, Math.round((now - at) / 1000));
-  if (s < 60) return `${s}s ago`;
-  if (s < 3600) return `${Math.floor(s / 60)}m ago`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h ago`;
-  return `${Math.floor(s / 86_400)}d ago`;
+  return `${inUnits(Math.max(0, Math.round((now - at) / 1000)))} ago`;
 }
 
 /** `in 4s`, `in 12m`, `in 3h`, `in 2d`; `4s ago` once `at` has passed. */
 export function until(at: number, now = Date.now()): string {
   if (at < now) return age(at, now);
-  const s = Math.round((at - now) / 1000);
-  if (s < 60) return `in ${s}s`;
-  if (s < 3600) return `in ${Math.floor(s / 60)}m`;
-  if (s < 86_400) return `in ${Math.floor(s / 3600)}h`;
-  return `in ${Math.floor(s / 86_400)}d`;
+  return `in ${inUnits(Math.round((at - now) / 1000))}`;
+}
+
+/**
+ * Seconds in the largest unit that fits, rounded to the nearest (`47h59m59s` is `2d`, not `1d`):
+ * the one place durations get their words, so `run` and `show` a second apart say the same.
+ */
+function inUnits(s: number): string {
+  if (s < 60) return `${s}s`;
+  const m = Math.round(s / 60);
+  if (m < 60) return `${m}m`;
+  const h = Math.round(s / 3600);
+  if (h < 24) return `${h}h`;
+  return `${Math.round(s / 86_400)}d`;
 }
 
 /** `2026-07-01 14:03:07 (in 23h)`: a due time with how far off it is. */

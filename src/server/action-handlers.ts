@@ -61,7 +61,7 @@ function registerStartHandler(app: ServerApp, ctx: ServerContext): void {
     // The module `cairn resume` imports is the one this process loaded the agent from, never
     // anything the request says (meta.module is refused by the body's schema).
     const module = Object.hasOwn(ctx.agentModules, agent.name) ? ctx.agentModules[agent.name] : undefined;
-    const handle = await runtime.run(body.agent, body.workflow, body.input, {
+    const handle = await runtime.run(body.agent, body.workflow, body.input === undefined ? {} : body.input, {
       by: actorOf(principal),
       ...(body.key !== undefined && { key: body.key }),
       ...(body.budget !== undefined && { budget: stripUndefined(body.budget) }),

@@ -43,7 +43,7 @@ import {
  *                                     since/until: epoch ms on createdAt (inclusive); limit 1..200
  *                                     (default 50); a page may be short with a nextCursor (a selective
  *                                     filter scans at most 5000 runs per page): follow it until null
- * POST /api/runs { agent, workflow, input, key?, budget?, compensate?, meta?, job? }
+ * POST /api/runs { agent, workflow, input? ({} by default), key?, budget?, compensate?, meta?, job? }
  *                                   → 201 { run, created: true } | 200 { run, created: false } (key existed);
  *                                     meta may not hold module, compensate, budget or job (400); budget
  *                                     above the agent's caps, or compensate other than its mode: admin only (403)

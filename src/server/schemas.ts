@@ -272,7 +272,9 @@ export const StartRunBody = z
   .strictObject({
     agent: text("the agent's name"),
     workflow: text("the workflow's name"),
-    input: json(),
+    input: json()
+      .optional()
+      .openapi({ description: "the workflow's input (any JSON value); default {}, as `cairn run`" }),
     key: text("idempotency key: starting again returns that run", { max: 1000 }).optional(),
     budget: BudgetSchema.optional().openapi({
       description:

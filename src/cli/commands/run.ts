@@ -144,7 +144,7 @@ async function startDetached(request: RunRequest, database: Database, io: Io): P
       const run = await runtime.getRun(handle.id);
       io.out(`  a run with key "${key}" already exists (${run.state}): nothing started`);
     }
-    io.out(`  follow it: cairn show ${handle.id}${database.hint}`);
+    io.out(`  follow it: cairn show ${handle.id} --follow${database.hint}`);
     return 0;
   } finally {
     await runtime.shutdown();
