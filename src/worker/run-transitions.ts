@@ -2,7 +2,7 @@ import type { TransitionRequest } from "../backend/backend.ts";
 import { usageOfSteps } from "../core/budget.ts";
 import type { SandboxPlace } from "../core/envelope/sandbox-slot.ts";
 import type { Logger } from "../core/logger.ts";
-import type { RunRecord, RunUsage } from "../core/records.ts";
+import type { RunRecord, RunUsage, StepRecord } from "../core/records.ts";
 import { isTerminal, type RunState } from "../core/run-state.ts";
 import { destroyRunSandboxes, endsSandboxes } from "./sandbox-cleanup.ts";
 import type { WorkerDeps } from "./worker-options.ts";
@@ -31,9 +31,14 @@ export async function writeTransition(
   fence: TransitionRequest["fence"] = { epoch: run.epoch },
   counted?: { usage(): RunUsage | undefined },
 ): Promise<RunRecord> {
-  if (deps.sandbox && endsSandboxes(change.to)) change = await withSandboxCleanup(deps, deps.sandbox, run, change);
+  // The stored journal, read at most once however many parts of an ending need it.
+  let stored: Promise<StepRecord[]> | undefined;
+  const journal = () => (stored ??= deps.backend.loadSteps(run.id));
+  if (deps.sandbox && endsSandboxes(change.to)) {
+    change = await withSandboxCleanup(deps, deps.sandbox, run, change, await journal());
+  }
   if (isTerminal(change.to) && change.to !== "INTERRUPTED" && change.patch?.usage === undefined) {
-    const usage = counted?.usage() ?? usageOfSteps(await deps.backend.loadSteps(run.id));
+    const usage = counted?.usage() ?? usageOfSteps(await journal());
     change = { ...change, patch: { ...change.patch, usage } };
   }
   const result = await deps.backend.transition({
@@ -50,16 +55,17 @@ export async function writeTransition(
 
 /**
  * A run that ends: its sandboxes destroyed first, the transition carrying a cleanup step for each
- * (numbered after every step the journal and the transition hold). One read of the journal per
- * ending, and only on a runtime with sandboxes.
+ * (numbered after every step the stored journal and the transition hold). Only on a runtime with
+ * sandboxes.
  */
 async function withSandboxCleanup(
   deps: WorkerDeps,
   place: SandboxPlace,
   run: RunRecord,
   change: RunChange,
+  stored: readonly StepRecord[],
 ): Promise<RunChange> {
-  const journal = [...(await deps.backend.loadSteps(run.id)), ...(change.steps ?? [])];
+  const journal = [...stored, ...(change.steps ?? [])];
   const cleanup = await destroyRunSandboxes(place, run, journal, deps.logger);
   return cleanup.length === 0 ? change : { ...change, steps: [...(change.steps ?? []), ...cleanup] };
 }
