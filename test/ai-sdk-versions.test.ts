@@ -1,3 +1,5 @@
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
 import { createOpenAI as createOpenAIV3 } from "@ai-sdk/openai";
 import { createOpenAI as createOpenAIV2 } from "@ai-sdk/openai-v2";
 import { createOpenAI as createOpenAIV4 } from "@ai-sdk/openai-v4";
@@ -8,6 +10,7 @@ import { InvalidDefinitionError, ModelUnavailableError } from "../src/core/error
 import type { ChatMessage, GenerateRequest, ModelResponse } from "../src/core/model-messages.ts";
 import { AiSdkModel } from "../src/llm/ai-sdk-model.ts";
 import type { AiSdkLanguageModel } from "../src/llm/ai-sdk-spec.ts";
+import { root } from "./helpers/cli.ts";
 import { FakeModelServer } from "./helpers/fake-model-server.ts";
 import { Runtimes } from "./helpers/runtime-helpers.ts";
 
@@ -195,6 +198,31 @@ describe("a model of another provider interface", () => {
       /a model \(openai\.chat\) with specificationVersion "v1": it accepts AI SDK language models of the provider interfaces v2, v3, v4/,
     );
     expect(() => new AiSdkModel({} as AiSdkLanguageModel)).toThrow(/with no specificationVersion/);
+  });
+});
+
+describe("the published declarations", () => {
+  /** The packages the declarations of `entry` import, following their relative imports. */
+  function declaredPackages(entry: string): Set<string> {
+    const seen = new Set<string>();
+    const packages = new Set<string>();
+    const visit = (file: string) => {
+      if (seen.has(file)) return;
+      seen.add(file);
+      for (const match of readFileSync(file, "utf8").matchAll(/^(?:import|export)\s[^;]*?from\s+"([^"]+)";/gms)) {
+        const spec = match[1] as string;
+        if (spec.startsWith(".")) visit(resolve(dirname(file), spec.replace(/\.ts$/, ".d.ts")));
+        else packages.add(spec);
+      }
+    };
+    visit(join(root, "dist", entry));
+    return packages;
+  }
+
+  it("cairn/ai-sdk's types name no @ai-sdk package, so any of v2, v3, v4 installed type-checks", () => {
+    if (!existsSync(join(root, "dist", "ai-sdk.d.ts"))) throw new Error("no dist/: run `npm run build` first");
+    const packages = [...declaredPackages("ai-sdk.d.ts")];
+    expect(packages.filter((p) => p.startsWith("@ai-sdk/"))).toEqual([]);
   });
 });
 
