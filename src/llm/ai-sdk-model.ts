@@ -1,19 +1,17 @@
 import type {
-  LanguageModelV3,
-  LanguageModelV3CallOptions,
-  LanguageModelV3Content,
   LanguageModelV3FinishReason,
-  LanguageModelV3Message,
-  LanguageModelV3Prompt,
   LanguageModelV3StreamPart,
   LanguageModelV3ToolCall,
-  LanguageModelV3ToolResultPart,
   LanguageModelV3Usage,
 } from "@ai-sdk/provider";
 import { ModelRequestError, ModelUnavailableError } from "../core/errors.ts";
 import type { GenerateRequest, ModelResponse, ModelToolCall } from "../core/model-messages.ts";
 import type { ModelCallOptions, ModelProvider } from "../core/model-provider.ts";
 import type { Json } from "../core/records.ts";
+import { callOptions } from "./ai-sdk-prompt.ts";
+import type { AiSdkCallOptions, AiSdkLanguageModel } from "./ai-sdk-spec.ts";
+import type { V3View } from "./ai-sdk-v3.ts";
+import { adaptModel } from "./ai-sdk-versions.ts";
 import { describe, modelError } from "./model-errors.ts";
 
 /** Options of {@link AiSdkModel}. */
@@ -30,10 +28,12 @@ export interface AiSdkModelOptions {
 }
 
 /**
- * A {@link ModelProvider} over any AI SDK language model (`LanguageModelV3`: `@ai-sdk/openai`,
- * `@ai-sdk/anthropic`, …), so `ctx.llm` can call real models.
+ * A {@link ModelProvider} over any AI SDK language model (`@ai-sdk/openai`, `@ai-sdk/anthropic`,
+ * …), so `ctx.llm` can call real models. The model may implement the provider interface v2 (AI
+ * SDK 5), v3 (AI SDK 6) or v4 (AI SDK 7), told apart by its `specificationVersion`; see
+ * {@link AiSdkLanguageModel}.
  *
- * One `generate` is one HTTP request: AI SDK v3 models do not retry (retries live in the SDK's
+ * One `generate` is one HTTP request: AI SDK models do not retry (retries live in the SDK's
  * `generateText`, which this does not use), and the runtime owns retries, so a failure is thrown
  * at once as an error whose class says whether a retry can mend it (see {@link modelError}). A
  * stream that breaks or ends before the model said it finished is a failed attempt
@@ -43,15 +43,20 @@ export interface AiSdkModelOptions {
  * @example
  * import { createOpenAI } from "@ai-sdk/openai";
  * new AiSdkModel(createOpenAI({ apiKey }).chat("gpt-4o-mini"))
+ * @throws InvalidDefinitionError when the model implements another provider interface (e.g. AI
+ *   SDK 4's `LanguageModelV1`).
  */
 export class AiSdkModel implements ModelProvider {
   readonly name: string;
-  /** The AI SDK model behind this provider. */
-  readonly model: LanguageModelV3;
+  /** The AI SDK model behind this provider, as it was given. */
+  readonly model: AiSdkLanguageModel;
+  /** The model as the v3 path reads it (its version's adapter). */
+  readonly #model: V3View;
   readonly #stream: boolean;
   readonly timeoutMs: number;
 
-  constructor(model: LanguageModelV3, options: AiSdkModelOptions = {}) {
+  constructor(model: AiSdkLanguageModel, options: AiSdkModelOptions = {}) {
+    this.#model = adaptModel(model);
     this.model = model;
     this.name = options.name ?? `${model.provider}:${model.modelId}`;
     this.#stream = options.stream ?? true;
@@ -76,23 +81,20 @@ export class AiSdkModel implements ModelProvider {
     }
   }
 
-  async #generated(call: LanguageModelV3CallOptions): Promise<ModelResponse> {
-    const result = await this.model.doGenerate(call);
+  async #generated(call: AiSdkCallOptions): Promise<ModelResponse> {
+    const result = await this.#model.doGenerate(call);
     let text = "";
     const toolCalls: ModelToolCall[] = [];
-    for (const part of result.content as LanguageModelV3Content[]) {
+    for (const part of result.content) {
       if (part.type === "text") text += part.text;
       else if (part.type === "tool-call" && !part.providerExecuted) toolCalls.push(toolCall(part));
     }
     return this.#response(text, toolCalls, result.finishReason, result.usage, result.response?.modelId);
   }
 
-  async #streamed(
-    call: LanguageModelV3CallOptions,
-    onText: ((delta: string) => void) | undefined,
-  ): Promise<ModelResponse> {
+  async #streamed(call: AiSdkCallOptions, onText: ((delta: string) => void) | undefined): Promise<ModelResponse> {
     const provider = this.model.provider;
-    const { stream } = await this.model.doStream(call);
+    const { stream } = await this.#model.doStream(call);
     const reader = stream.getReader();
     let text = "";
     const toolCalls: ModelToolCall[] = [];
@@ -189,75 +191,4 @@ function toolCall(part: LanguageModelV3ToolCall): ModelToolCall {
     args = part.input;
   }
   return { id: part.toolCallId, name: part.toolName, args };
-}
-
-/** The AI SDK call for a request (nothing secret: keys live in the provider, not here). */
-export function callOptions(request: GenerateRequest, signal?: AbortSignal): LanguageModelV3CallOptions {
-  const tools = request.tools ?? [];
-  return {
-    prompt: prompt(request),
-    ...(request.maxOutputTokens !== undefined && { maxOutputTokens: request.maxOutputTokens }),
-    ...(request.temperature !== undefined && { temperature: request.temperature }),
-    ...(tools.length > 0 && {
-      tools: tools.map((tool) => ({
-        type: "function" as const,
-        name: tool.name,
-        ...(tool.description !== undefined && { description: tool.description }),
-        inputSchema: tool.inputSchema,
-      })),
-      ...(request.toolChoice !== undefined && { toolChoice: { type: request.toolChoice } }),
-    }),
-    ...(signal && { abortSignal: signal }),
-  };
-}
-
-/**
- * The request as an AI SDK prompt: `system` first, then `messages`, then `prompt` as the last user
- * message. The results of one step's tool calls (consecutive tool messages) form one tool
- * message, as the AI SDK's own `generateText` sends them.
- */
-function prompt(request: GenerateRequest): LanguageModelV3Prompt {
-  const out: LanguageModelV3Message[] = [];
-  if (request.system) out.push({ role: "system", content: request.system });
-  for (const message of request.messages ?? []) {
-    switch (message.role) {
-      case "system":
-        out.push({ role: "system", content: message.content });
-        break;
-      case "user":
-        out.push({ role: "user", content: [{ type: "text", text: message.content }] });
-        break;
-      case "assistant": {
-        const calls = message.toolCalls ?? [];
-        out.push({
-          role: "assistant",
-          content: [
-            // Anthropic refuses empty text blocks: a turn of only tool calls has none.
-            ...(message.content !== "" || calls.length === 0 ? [{ type: "text" as const, text: message.content }] : []),
-            ...calls.map((call) => ({
-              type: "tool-call" as const,
-              toolCallId: call.id,
-              toolName: call.name,
-              input: call.args,
-            })),
-          ],
-        });
-        break;
-      }
-      case "tool": {
-        const part: LanguageModelV3ToolResultPart = {
-          type: "tool-result",
-          toolCallId: message.toolCallId,
-          toolName: message.name,
-          output: { type: message.isError ? "error-text" : "text", value: message.content },
-        };
-        const last = out.at(-1);
-        if (last?.role === "tool") last.content.push(part);
-        else out.push({ role: "tool", content: [part] });
-        break;
-      }
-    }
-  }
-  if (request.prompt !== undefined) out.push({ role: "user", content: [{ type: "text", text: request.prompt }] });
-  return out;
 }
