@@ -24,6 +24,8 @@ export default defineConfig({
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
     // The packed tarball installed from npm (minutes): `npm run test:package`, vitest.package.config.ts.
     exclude: [...configDefaults.exclude, "test/package-install.test.ts"],
+    // No PostgreSQL server given: one embedded server for the whole run (started only when needed).
+    globalSetup: ["test/global-postgres.ts"],
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },

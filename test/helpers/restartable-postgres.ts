@@ -1,7 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { chmodSync, readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join } from "node:path";
+import { freePort } from "./embedded-postgres.ts";
 
 /**
  * An embedded PostgreSQL a test can stop, crash and start again (test/postgres-restart.test.ts,
@@ -75,17 +75,4 @@ function alive(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.on("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const address = probe.address();
-      const port = typeof address === "object" && address ? address.port : 0;
-      probe.close(() => resolve(port));
-    });
-  });
 }
