@@ -3,7 +3,7 @@ import { useState } from "preact/hooks";
 import type { Json, RunRecord, WaitRecord } from "../../src/api/http-api.ts";
 import { api } from "./api.ts";
 import { ErrorText, JsonBlock, NoteInput, StatusPill, Time, useAction, useNow } from "./components.tsx";
-import { actorLabel, dateTime, fields, oneLine, span, until } from "./format.ts";
+import { actorLabel, dateTime, fields, oneLine, units, until } from "./format.ts";
 import { runHref } from "./router.ts";
 import { SchemaForm } from "./schema-form.tsx";
 import { refusal, useCan, useMe } from "./session.ts";
@@ -201,7 +201,7 @@ function ApprovalFacts(props: {
           <>
             {dateTime(expiresAt)}{" "}
             <span class={expired ? "expired" : "countdown"}>
-              ({expired ? `expired ${until(expiresAt, now)}` : `${span(expiresAt - now)} left`})
+              ({expired ? `expired ${until(expiresAt, now)}` : `${units(expiresAt - now)} left`})
             </span>
           </>
         )}
@@ -281,7 +281,7 @@ function Waiting(props: { wait: WaitRecord }) {
   let what: ComponentChildren;
   switch (wait.kind) {
     case "timer":
-      what = typeof d.ms === "number" ? `sleep ${span(d.ms)}` : "sleep";
+      what = typeof d.ms === "number" ? `sleep ${units(d.ms)}` : "sleep";
       break;
     case "retry":
       what = (
