@@ -19,8 +19,11 @@ export function SchemaForm(props: {
   /** Not allowed to answer (the token's roles): the form shows, the button is off. */
   disabled?: boolean;
   submitLabel?: string;
+  /** The start of the inputs' test ids (`<testids>-field-<path>`, `<testids>-submit`). @default "answer" */
+  testids?: string;
   onSubmit: (value: Json) => void;
 }) {
+  const t = props.testids ?? "answer";
   const schema = asSchema(props.schema ?? null);
   const shape = schema ? shapeOf(schema) : null;
   const [values, setValues] = useState<Values>(() => {
@@ -53,7 +56,16 @@ export function SchemaForm(props: {
   return (
     <form class="schema-form" onSubmit={submit} noValidate>
       {shape ? (
-        <FieldView shape={shape} path="" name="" required idBase={props.idPrefix} values={values} set={set} />
+        <FieldView
+          shape={shape}
+          path=""
+          name=""
+          required
+          idBase={props.idPrefix}
+          testids={t}
+          values={values}
+          set={set}
+        />
       ) : (
         <>
           <textarea
@@ -61,7 +73,7 @@ export function SchemaForm(props: {
             rows={3}
             value={String(values[""] ?? "")}
             onInput={(e) => set("", e.currentTarget.value)}
-            data-testid="answer-input"
+            data-testid={`${t}-input`}
             aria-label="answer"
           />
           <label class="inline">
@@ -76,7 +88,7 @@ export function SchemaForm(props: {
           class="primary"
           disabled={props.busy || props.disabled}
           title={props.disabled ? "your token's roles do not allow answering (operator or admin)" : undefined}
-          data-testid="answer-submit"
+          data-testid={`${t}-submit`}
         >
           {props.busy ? "Sending…" : (props.submitLabel ?? "Answer")}
         </button>
@@ -91,6 +103,7 @@ interface FieldProps {
   name: string;
   required: boolean;
   idBase: string;
+  testids: string;
   values: Values;
   set: (path: string, value: string | boolean) => void;
 }
@@ -101,7 +114,7 @@ function FieldView(props: FieldProps) {
   const { field, schema } = shape;
   const description = typeof schema.description === "string" ? schema.description : null;
   const title = typeof schema.title === "string" ? schema.title : props.name;
-  const testid = path ? `answer-field-${path}` : "answer-input";
+  const testid = path ? `${props.testids}-field-${path}` : `${props.testids}-input`;
   const id = `${props.idBase}-${path || "value"}`;
   const value = values[path];
 
@@ -135,6 +148,7 @@ function ObjectFields(
       name={name}
       required={field.required.has(name)}
       idBase={props.idBase}
+      testids={props.testids}
       values={values}
       set={set}
     />
