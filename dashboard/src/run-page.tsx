@@ -3,7 +3,8 @@ import { isSettled, type RunRecord, type StepRecord, type WaitRecord } from "../
 import type { EffectEntry } from "./api.ts";
 import { Checkpoints } from "./checkpoints.tsx";
 import { ErrorText, JsonBlock, Loading, Section } from "./components.tsx";
-import { PendingItems, ResolvedWaits } from "./pending.tsx";
+import { PendingItems } from "./pending.tsx";
+import { ResolvedWaits } from "./resolved-waits.tsx";
 import { useRunData } from "./run-data.ts";
 import { RunHeader } from "./run-header.tsx";
 import { EffectsTable, StepsTable, type StreamText, Timeline } from "./run-tables.tsx";
