@@ -3,6 +3,7 @@ import { useState } from "preact/hooks";
 import type { RunRecord, StepRecord, TransitionRecord } from "../../src/api/http-api.ts";
 import type { EffectEntry } from "./api.ts";
 import { ErrorView, JsonBlock, StateBadge, StatusPill, StepArgsResult, Time, useNow } from "./components.tsx";
+import { Conversation } from "./conversation.tsx";
 import { actorLabel, clockMs, count, dateTime, money, oneLine, span } from "./format.ts";
 import { Reconcile } from "./reconcile.tsx";
 import { useCan } from "./session.ts";
@@ -208,7 +209,11 @@ export function StepDetail(props: { step: StepRecord; stream?: StreamText | unde
           </ol>
         </div>
       )}
-      <StepArgsResult step={step} streaming={stream?.text} />
+      {step.kind === "llm" ? (
+        <Conversation step={step} streaming={stream?.text} />
+      ) : (
+        <StepArgsResult step={step} streaming={stream?.text} />
+      )}
       {step.heartbeat !== undefined && (
         <div>
           <h4>Last heartbeat</h4>
