@@ -24,6 +24,11 @@ interface Row {
   testid: string;
 }
 
+/** Until when a retry still waiting (a wait `r<seq>.<attempt>` open) waits: now. */
+function openRetry(retries: WaitRecord[], attempt: number, end: number): number | undefined {
+  return retries.some((r) => r.status === "open" && r.id.endsWith(`.${attempt}`)) ? end : undefined;
+}
+
 function stepRow(step: StepRecord, retries: WaitRecord[], end: number): Row {
   const bars: Bar[] = [];
   const attempts = step.attempts.length
@@ -40,14 +45,18 @@ function stepRow(step: StepRecord, retries: WaitRecord[], end: number): Row {
       testid: `gantt-attempt-${step.seq}-${a.attempt}`,
     });
   }
-  for (const r of retries) {
-    const to = r.resolution?.at ?? (r.status === "open" ? end : (r.dueAt ?? end));
+  // The backoff before each retry: from the end of one attempt to the start of the next.
+  for (const [i, a] of step.attempts.entries()) {
+    const next = step.attempts[i + 1];
+    if (a.endedAt === null) continue;
+    const to = next?.startedAt ?? openRetry(retries, a.attempt + 1, end);
+    if (to === undefined || to <= a.endedAt) continue;
     bars.push({
-      from: r.createdAt,
+      from: a.endedAt,
       to,
       kind: "retry",
-      label: `retry backoff ${span(to - r.createdAt)}`,
-      testid: `gantt-retry-${r.id}`,
+      label: `retry backoff before attempt ${a.attempt + 1}: ${span(to - a.endedAt)}`,
+      testid: `gantt-retry-${step.seq}-${a.attempt + 1}`,
     });
   }
   return { key: `s${step.seq}`, label: `${step.seq} ${step.name}`, bars, testid: `gantt-step-${step.seq}` };
