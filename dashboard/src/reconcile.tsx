@@ -90,29 +90,7 @@ function ReconcileForm(props: {
         });
       }}
     >
-      <fieldset>
-        <legend>Did it happen in the outside world?</legend>
-        <label class="inline">
-          <input
-            type="radio"
-            name={`outcome-${id}`}
-            checked={applied}
-            onChange={() => set({ outcome: "applied" })}
-            data-testid={`reconcile-outcome-applied-${id}`}
-          />{" "}
-          applied: it happened
-        </label>
-        <label class="inline">
-          <input
-            type="radio"
-            name={`outcome-${id}`}
-            checked={draft.outcome === "not_applied"}
-            onChange={() => set({ outcome: "not_applied" })}
-            data-testid={`reconcile-outcome-not-applied-${id}`}
-          />{" "}
-          not applied: it did not
-        </label>
-      </fieldset>
+      <OutcomeChoice id={id} outcome={draft.outcome} onChange={(outcome) => set({ outcome })} />
       {applied && (
         <>
           <JsonField
@@ -141,6 +119,40 @@ function ReconcileForm(props: {
         </button>
       </div>
     </form>
+  );
+}
+
+/** Applied or not applied. */
+function OutcomeChoice(props: {
+  id: string;
+  outcome: Draft["outcome"];
+  onChange: (outcome: "applied" | "not_applied") => void;
+}) {
+  const { id } = props;
+  return (
+    <fieldset>
+      <legend>Did it happen in the outside world?</legend>
+      <label class="inline">
+        <input
+          type="radio"
+          name={`outcome-${id}`}
+          checked={props.outcome === "applied"}
+          onChange={() => props.onChange("applied")}
+          data-testid={`reconcile-outcome-applied-${id}`}
+        />{" "}
+        applied: it happened
+      </label>
+      <label class="inline">
+        <input
+          type="radio"
+          name={`outcome-${id}`}
+          checked={props.outcome === "not_applied"}
+          onChange={() => props.onChange("not_applied")}
+          data-testid={`reconcile-outcome-not-applied-${id}`}
+        />{" "}
+        not applied: it did not
+      </label>
+    </fieldset>
   );
 }
 

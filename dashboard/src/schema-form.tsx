@@ -67,19 +67,13 @@ export function SchemaForm(props: {
           set={set}
         />
       ) : (
-        <>
-          <textarea
-            class="mono"
-            rows={3}
-            value={String(values[""] ?? "")}
-            onInput={(e) => set("", e.currentTarget.value)}
-            data-testid={`${t}-input`}
-            aria-label="answer"
-          />
-          <label class="inline">
-            <input type="checkbox" checked={asJson} onChange={(e) => setAsJson(e.currentTarget.checked)} /> send as JSON
-          </label>
-        </>
+        <FreeAnswer
+          text={String(values[""] ?? "")}
+          onText={(text) => set("", text)}
+          asJson={asJson}
+          setAsJson={setAsJson}
+          testid={`${t}-input`}
+        />
       )}
       {problem && <div class="error-text">{problem}</div>}
       <div class="actions">
@@ -94,6 +88,32 @@ export function SchemaForm(props: {
         </button>
       </div>
     </form>
+  );
+}
+
+/** An answer without a schema: free text, sent as a string or as JSON. */
+function FreeAnswer(props: {
+  text: string;
+  onText: (text: string) => void;
+  asJson: boolean;
+  setAsJson: (asJson: boolean) => void;
+  testid: string;
+}) {
+  return (
+    <>
+      <textarea
+        class="mono"
+        rows={3}
+        value={props.text}
+        onInput={(e) => props.onText(e.currentTarget.value)}
+        data-testid={props.testid}
+        aria-label="answer"
+      />
+      <label class="inline">
+        <input type="checkbox" checked={props.asJson} onChange={(e) => props.setAsJson(e.currentTarget.checked)} /> send
+        as JSON
+      </label>
+    </>
   );
 }
 

@@ -27,7 +27,6 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
   const schema = chosenAgent?.inputs?.[chosenWorkflow];
   const formed = schema !== undefined && !asJson;
 
-  const parsed = parseInput(input);
   if (!allowed) return null;
 
   const start = async (value: Json) => {
@@ -56,27 +55,8 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
           }}
         />
         <WorkflowSelect workflows={workflows} chosen={chosenWorkflow} disabled={!chosenAgent} onChange={setWorkflow} />
-        <label>
-          Key (optional)
-          <input
-            name="key"
-            value={key}
-            onInput={(e) => setKey(e.currentTarget.value)}
-            placeholder="idempotency key"
-            data-testid="start-key"
-          />
-        </label>
-        {schema !== undefined && (
-          <label class="inline small">
-            <input
-              type="checkbox"
-              checked={asJson}
-              onChange={(e) => setAsJson(e.currentTarget.checked)}
-              data-testid="start-as-json"
-            />{" "}
-            edit as JSON
-          </label>
-        )}
+        <KeyInput value={key} onInput={setKey} />
+        {schema !== undefined && <AsJsonToggle on={asJson} set={setAsJson} />}
       </div>
       {chosenAgent?.description && <p class="muted small desc">{chosenAgent.description}</p>}
       {formed ? (
@@ -90,28 +70,79 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
           onSubmit={start}
         />
       ) : (
-        <form
-          onSubmit={(e) => {
-            e.preventDefault();
-            if (parsed.ok) void start(parsed.value);
-          }}
-        >
-          <div class="row">
-            <InputBox value={input} valid={parsed.ok} onInput={setInput} />
-            <button
-              type="submit"
-              class="primary start-submit"
-              disabled={action.busy || !chosenAgent || !chosenWorkflow || !parsed.ok}
-              data-testid="start-submit"
-            >
-              {action.busy ? "Starting…" : "Start run"}
-            </button>
-          </div>
-          {!parsed.ok && <div class="error-text">Input is not JSON: {parsed.message}</div>}
-        </form>
+        <JsonStart
+          input={input}
+          setInput={setInput}
+          busy={action.busy}
+          ready={chosenAgent !== undefined && chosenWorkflow !== ""}
+          onStart={start}
+        />
       )}
       <ErrorText error={action.error} testid="start-error" />
     </div>
+  );
+}
+
+/** The input as a JSON editor, for a workflow without a schema (or on request). */
+function JsonStart(props: {
+  input: string;
+  setInput: (input: string) => void;
+  busy: boolean;
+  ready: boolean;
+  onStart: (value: Json) => void;
+}) {
+  const parsed = parseInput(props.input);
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (parsed.ok) props.onStart(parsed.value);
+      }}
+    >
+      <div class="row">
+        <InputBox value={props.input} valid={parsed.ok} onInput={props.setInput} />
+        <button
+          type="submit"
+          class="primary start-submit"
+          disabled={props.busy || !props.ready || !parsed.ok}
+          data-testid="start-submit"
+        >
+          {props.busy ? "Starting…" : "Start run"}
+        </button>
+      </div>
+      {!parsed.ok && <div class="error-text">Input is not JSON: {parsed.message}</div>}
+    </form>
+  );
+}
+
+/** "edit as JSON": the JSON editor instead of the form made from the schema. */
+function AsJsonToggle(props: { on: boolean; set: (on: boolean) => void }) {
+  return (
+    <label class="inline small">
+      <input
+        type="checkbox"
+        checked={props.on}
+        onChange={(e) => props.set(e.currentTarget.checked)}
+        data-testid="start-as-json"
+      />{" "}
+      edit as JSON
+    </label>
+  );
+}
+
+/** The optional idempotency key. */
+function KeyInput(props: { value: string; onInput: (value: string) => void }) {
+  return (
+    <label>
+      Key (optional)
+      <input
+        name="key"
+        value={props.value}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+        placeholder="idempotency key"
+        data-testid="start-key"
+      />
+    </label>
   );
 }
 
