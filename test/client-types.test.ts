@@ -80,6 +80,17 @@ describe("CairnClient typed with the agents", () => {
     expect(codes[3]).toBe("INVALID_INPUT");
   });
 
+  it("takes the agents as an object of definitions too, found by their names", async () => {
+    const client = new CairnClient<{ shop: typeof live.orders; hello: typeof live.greeter }>({
+      baseUrl: await serveAgents(),
+    });
+    const handle = await client.run("greeter", "hello", { who: "eve" });
+    expectTypeOf(await handle.result()).toEqualTypeOf<string>();
+    expect(await handle.result()).toBe("hello eve");
+    // @ts-expect-error: agents are named by their definitions, not by the object's keys
+    await expect(client.run("hello", "hello", { who: "eve" })).rejects.toMatchObject({ code: "UNKNOWN_AGENT" });
+  });
+
   it("accepts any name and input, with unknown results, when not given the agents", async () => {
     const client = new CairnClient({ baseUrl: await serveAgents() });
     const handle = await client.run("greeter", "hello", { who: "bo" });
