@@ -4,12 +4,21 @@
  * Server-Sent Events. Uses `fetch`; works in Node 20 and in browsers.
  * @example
  * import { CairnClient } from "cairn/client";
- * const client = new CairnClient({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
+ * import type { agents } from "./agents.ts"; // the list the server's runtime is made with
+ * const client = new CairnClient<typeof agents>({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
  * const run = await client.run("report_builder", "build", { quarter: "2026-Q3" });
  * console.log(await run.result());
  */
 
 export { type RawSseEvent, readSse } from "./api/sse-reader.ts";
+export type {
+  AgentSet,
+  AgentsByName,
+  RemoteAgentName,
+  RemoteInput,
+  RemoteOutput,
+  RemoteWorkflowName,
+} from "./client/agent-types.ts";
 export { CairnClient, type CairnClientOptions, type RemoteStartOptions } from "./client/cairn-client.ts";
 export { CairnHttpError } from "./client/http-error.ts";
 export type {

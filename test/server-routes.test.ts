@@ -23,6 +23,10 @@ describe("HTTP API routes", () => {
         description: "answers, approvals, signals and an effect",
         version: "3",
         workflows: ["ask", "pay", "full", "signal", "quick", "push", "talk"],
+        inputs: {
+          pay: { type: "object", properties: { amount: { type: "number" } }, required: ["amount"] },
+        },
+        approvers: ["alice"],
       },
     ]);
   });

@@ -19,6 +19,57 @@ import {
  */
 
 const TOKEN_KEY = "cairn.token";
+const IDENTITY_KEY = "cairn.identity";
+
+/** An operator's decision on an effect of unknown outcome, as `POST …/reconcile` takes it. */
+export interface Reconciliation {
+  outcome: "applied" | "not_applied";
+  /** For `applied`: the tool's result as the workflow receives it. */
+  result?: Json;
+  /** For `applied`: the proof (a bank reference, a ticket id). */
+  receipt?: Json;
+  note?: string;
+}
+
+/**
+ * Who the dashboard acts as on a development server that lets it choose (`cairn dev`, `/api/me`
+ * says `switchable`): sent as `X-Cairn-As` and `X-Cairn-Role`, kept in this tab's sessionStorage.
+ */
+export interface Identity {
+  subject: string;
+  /** One role; none keeps the server's (admin). */
+  role?: string;
+}
+
+export function getIdentity(): Identity | null {
+  try {
+    const text = sessionStorage.getItem(IDENTITY_KEY);
+    const value = text ? (JSON.parse(text) as Identity) : null;
+    return value && typeof value.subject === "string" ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Acts as `identity` from now on (null: as the server's own subject); pages reload their data. */
+export function setIdentity(identity: Identity | null): void {
+  try {
+    if (identity) sessionStorage.setItem(IDENTITY_KEY, JSON.stringify(identity));
+    else sessionStorage.removeItem(IDENTITY_KEY);
+  } catch {
+    // Storage refused: the choice is lost on reload.
+  }
+  for (const listener of authListeners) listener(false);
+}
+
+function identityHeaders(): Record<string, string> {
+  const identity = getIdentity();
+  if (!identity) return {};
+  return {
+    ...(identity.subject && { "x-cairn-as": identity.subject }),
+    ...(identity.role && { "x-cairn-role": identity.role }),
+  };
+}
 
 /** Who the token is (`/api/me`). */
 export type Me = PrincipalInfo;
@@ -80,7 +131,7 @@ export function onAuth(listener: (needed: boolean) => void): () => void {
 }
 
 export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
-  const headers: Record<string, string> = { accept: "application/json" };
+  const headers: Record<string, string> = { accept: "application/json", ...identityHeaders() };
   const t = token();
   if (t) headers.authorization = `Bearer ${t}`;
   if (body !== undefined) headers["content-type"] = "application/json";
@@ -124,6 +175,8 @@ export interface RunFilter {
   workflow?: string;
   state?: string[];
   pausedReason?: string;
+  /** Runs started with this idempotency key. */
+  key?: string;
   /** Runs created within this window up to now (a key of {@link CREATED_WINDOWS}). */
   created?: string;
 }
@@ -148,6 +201,7 @@ export function listRuns(filter: RunFilter, cursor?: string | null, limit = 50) 
   if (filter.workflow) q.set("workflow", filter.workflow);
   if (filter.state?.length) q.set("state", filter.state.join(","));
   if (filter.pausedReason) q.set("pausedReason", filter.pausedReason);
+  if (filter.key) q.set("key", filter.key);
   const since = createdSince(filter);
   if (since !== undefined) q.set("since", String(since));
   q.set("limit", String(limit));
@@ -178,8 +232,8 @@ export const api = {
   fork: (id: string, fromStep: number) =>
     post<{ run: RunRecord; fromStep: number }>(`/api/runs/${enc(id)}/fork`, { fromStep }),
   rerun: (id: string) => post<{ run: RunRecord; fromStep: number }>(`/api/runs/${enc(id)}/rerun`, {}),
-  reconcile: (id: string, effectId: string, outcome: "applied" | "not_applied", note?: string) =>
-    post(`/api/runs/${enc(id)}/effects/${enc(effectId)}/reconcile`, note ? { outcome, note } : { outcome }),
+  reconcile: (id: string, effectId: string, decision: Reconciliation) =>
+    post(`/api/runs/${enc(id)}/effects/${enc(effectId)}/reconcile`, decision),
   accept: (id: string, note?: string) => post(`/api/runs/${enc(id)}/accept`, note ? { note } : {}),
   reject: (id: string, note?: string) => post(`/api/runs/${enc(id)}/reject`, note ? { note } : {}),
 };
@@ -240,7 +294,7 @@ export function subscribe(
     while (!signal.aborted) {
       handlers.onStatus?.(broken ? "reconnecting" : "connecting");
       try {
-        const headers: Record<string, string> = { accept: "text/event-stream" };
+        const headers: Record<string, string> = { accept: "text/event-stream", ...identityHeaders() };
         const t = token();
         if (t) headers.authorization = `Bearer ${t}`;
         if (lastId) headers["last-event-id"] = lastId;

@@ -1,4 +1,4 @@
-import type { Actor, Json } from "../../src/api/http-api.ts";
+import { type Actor, durationAgo, durationUntil, elapsed, inUnits, type Json } from "../../src/api/http-api.ts";
 
 /** Text helpers: times, durations, money, JSON. */
 
@@ -21,38 +21,27 @@ export function clockMs(at: number): string {
   return `${clock(at)}.${String(new Date(at).getMilliseconds()).padStart(3, "0")}`;
 }
 
-/** `4s`, `12m`, `3h 5m`, `2d 3h`. */
+/**
+ * How long something took: `412 ms`, `4.2s`, then the CLI's units (`37s`, `12m`, `3h`, `2d`). The
+ * words of every duration come from core/durations.ts, which the CLI uses too.
+ */
 export function span(ms: number): string {
-  if (ms < 1000) return `${Math.max(0, Math.round(ms))} ms`;
-  if (ms < 10_000) return `${(ms / 1000).toFixed(1)}s`;
-  const s = Math.round(ms / 1000);
-  const [d, h, m] = [Math.floor(s / 86_400), Math.floor((s % 86_400) / 3600), Math.floor((s % 3600) / 60)];
-  if (d > 0) return h > 0 ? `${d}d ${h}h` : `${d}d`;
-  if (h > 0) return m > 0 ? `${h}h ${m}m` : `${h}h`;
-  if (m > 0) return s % 60 > 0 ? `${m}m ${s % 60}s` : `${m}m`;
-  return `${s}s`;
+  return elapsed(ms);
 }
 
-/** `4s ago`, `12m ago`, `just now`. */
+/** `4s ago`, `12m ago`: as the CLI says it. */
 export function ago(at: number, now: number): string {
-  const ms = now - at;
-  if (ms < 1500) return "just now";
-  return `${coarse(ms)} ago`;
+  return durationAgo(Math.min(at, now), now);
 }
 
-/** `in 4s`, `in 2h 5m`; `4s ago` once passed. */
+/** `in 4s`, `in 2h`; `4s ago` once passed: as the CLI says it. */
 export function until(at: number, now: number): string {
-  const ms = at - now;
-  if (ms < 0) return ago(at, now);
-  return `in ${span(ms)}`;
+  return durationUntil(at, now);
 }
 
-function coarse(ms: number): string {
-  const s = Math.round(ms / 1000);
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 86_400) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86_400)}d`;
+/** `4s`, `12m`, `3h`, `2d` (a countdown's "left"). */
+export function units(ms: number): string {
+  return inUnits(ms / 1000);
 }
 
 /** `$0.0123`, `$1.20`, `—` for no figure. */

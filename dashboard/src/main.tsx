@@ -1,6 +1,7 @@
 import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { type AgentInfo, ApiError, api, getToken, type Me, onAuth, setToken } from "./api.ts";
+import { IdentitySwitcher } from "./identity.tsx";
 import { useRoute } from "./router.ts";
 import { RunPage } from "./run-page.tsx";
 import { RunsPage } from "./runs-page.tsx";
@@ -49,7 +50,7 @@ function App() {
         <div class="who">
           {me && (
             <span class="small" data-testid="me">
-              {me.auth === "none" ? (
+              {me.auth === "none" && !me.switchable ? (
                 <span class="muted">no sign-in</span>
               ) : (
                 <>
@@ -59,6 +60,7 @@ function App() {
               )}
             </span>
           )}
+          {me?.switchable && <IdentitySwitcher me={me} agents={agents} />}
           <TokenBox needed={needToken} signedIn={me?.auth === "token"} />
         </div>
       </header>

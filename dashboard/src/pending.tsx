@@ -2,8 +2,9 @@ import type { ComponentChildren } from "preact";
 import { useState } from "preact/hooks";
 import type { Json, RunRecord, WaitRecord } from "../../src/api/http-api.ts";
 import { api } from "./api.ts";
-import { ErrorText, JsonBlock, NoteInput, StatusPill, Time, useAction, useNow } from "./components.tsx";
-import { actorLabel, dateTime, fields, oneLine, span, until } from "./format.ts";
+import { ErrorText, JsonBlock, NoteInput, useAction, useNow } from "./components.tsx";
+import { dateTime, fields, units, until } from "./format.ts";
+import { actAs } from "./identity.tsx";
 import { runHref } from "./router.ts";
 import { SchemaForm } from "./schema-form.tsx";
 import { refusal, useCan, useMe } from "./session.ts";
@@ -68,6 +69,8 @@ function Question(props: { run: RunRecord; wait: WaitRecord; onDone: () => void 
       <p class="question-text">{details.question ?? wait.name}</p>
       {sent ? (
         <p class="ok">Answer sent.</p>
+      ) : !allowed ? (
+        <Refused permission="operate" />
       ) : (
         <SchemaForm
           idPrefix={`answer-${wait.id}`}
@@ -96,7 +99,7 @@ function Approval(props: { run: RunRecord; wait: WaitRecord; onDone: () => void 
   const now = useNow(1000);
   const expired = expiresAt !== null && expiresAt <= now;
   const approvers = Array.isArray(details.approvers) ? details.approvers : [];
-  const notListed = me && me.auth === "token" && approvers.length > 0 && !approvers.includes(me.subject);
+  const notListed = me && approvers.length > 0 && !approvers.includes(me.subject);
   const [note, setNote] = useState("");
   const action = useAction();
   const [decided, setDecided] = useState<string | null>(null);
@@ -123,12 +126,15 @@ function Approval(props: { run: RunRecord; wait: WaitRecord; onDone: () => void 
         digest={digest}
         approvers={approvers}
         notListed={notListed ? me.subject : null}
+        switchable={me?.switchable === true}
         expiresAt={expiresAt}
         expired={expired}
         now={now}
       />
       {decided ? (
         <p class="ok">{decided}</p>
+      ) : !allowed ? (
+        <Refused permission="approve" />
       ) : (
         <div class="decide">
           <NoteInput value={note} onChange={setNote} testid="approval-note" />
@@ -167,6 +173,8 @@ function ApprovalFacts(props: {
   approvers: string[];
   /** The signed-in subject when the approvers do not include it. */
   notListed: string | null;
+  /** A development server: offer to act as one of the approvers. */
+  switchable: boolean;
   expiresAt: number | null;
   expired: boolean;
   now: number;
@@ -191,7 +199,19 @@ function ApprovalFacts(props: {
       <dt>Approvers</dt>
       <dd>
         {approvers.length ? approvers.join(", ") : <span class="muted">anyone allowed to decide</span>}
-        {props.notListed !== null && <span class="warn"> (you, {props.notListed}, are not one of them)</span>}
+        {props.notListed !== null && (
+          <span class="warn" data-testid="approval-not-listed">
+            {" "}
+            (you, {props.notListed}, are not one of them: only {approvers.join(" or ")} may decide)
+          </span>
+        )}
+        {props.notListed !== null &&
+          props.switchable &&
+          approvers.map((a) => (
+            <button key={a} type="button" class="link small" onClick={() => actAs(a)} data-testid={`act-as-${a}`}>
+              act as {a}
+            </button>
+          ))}
       </dd>
       <dt>Expires</dt>
       <dd data-testid="approval-expiry">
@@ -201,7 +221,7 @@ function ApprovalFacts(props: {
           <>
             {dateTime(expiresAt)}{" "}
             <span class={expired ? "expired" : "countdown"}>
-              ({expired ? `expired ${until(expiresAt, now)}` : `${span(expiresAt - now)} left`})
+              ({expired ? `expired ${until(expiresAt, now)}` : `${units(expiresAt - now)} left`})
             </span>
           </>
         )}
@@ -234,6 +254,8 @@ function Signal(props: { run: RunRecord; wait: WaitRecord; onDone: () => void })
       </p>
       {sent ? (
         <p class="ok">Signal sent.</p>
+      ) : !allowed ? (
+        <Refused permission="operate" />
       ) : (
         <form
           class="signal-form"
@@ -274,6 +296,15 @@ function Signal(props: { run: RunRecord; wait: WaitRecord; onDone: () => void })
   );
 }
 
+/** Why the acts on an item are not shown to this role. */
+function Refused(props: { permission: "operate" | "approve" }) {
+  return (
+    <p class="muted small" data-testid="not-allowed">
+      Not shown: {refusal(props.permission)}.
+    </p>
+  );
+}
+
 /** A wait nobody acts on: a timer, a retry backoff, a child run. */
 function Waiting(props: { wait: WaitRecord }) {
   const { wait } = props;
@@ -281,7 +312,7 @@ function Waiting(props: { wait: WaitRecord }) {
   let what: ComponentChildren;
   switch (wait.kind) {
     case "timer":
-      what = typeof d.ms === "number" ? `sleep ${span(d.ms)}` : "sleep";
+      what = typeof d.ms === "number" ? `sleep ${units(d.ms)}` : "sleep";
       break;
     case "retry":
       what = (
@@ -322,51 +353,5 @@ function Due(props: { wait: WaitRecord; label: string }) {
     <span class="due small" title={dateTime(props.wait.dueAt)}>
       {props.label} {until(props.wait.dueAt, now)}
     </span>
-  );
-}
-
-/** Waits that ended: how, with what, by whom. */
-export function ResolvedWaits(props: { waits: WaitRecord[] }) {
-  const done = props.waits.filter((w) => w.status !== "open");
-  if (done.length === 0) return null;
-  return (
-    <details class="resolved">
-      <summary>
-        {done.length} resolved wait{done.length === 1 ? "" : "s"}
-      </summary>
-      <table class="table compact" data-testid="resolved-waits">
-        <thead>
-          <tr>
-            <th>Wait</th>
-            <th>Kind</th>
-            <th>Name</th>
-            <th>Outcome</th>
-            <th>Value</th>
-            <th>By</th>
-            <th>At</th>
-          </tr>
-        </thead>
-        <tbody>
-          {done.map((w) => (
-            <tr key={w.id}>
-              <td class="mono">{w.id}</td>
-              <td>{w.kind === "user" ? "question" : w.kind}</td>
-              <td class="wrap">{w.name}</td>
-              <td>
-                <StatusPill status={w.resolution?.outcome ?? w.status} />
-              </td>
-              <td class="mono small wrap">{oneLine(w.resolution?.value, 60)}</td>
-              <td>
-                {w.resolution?.by ? actorLabel(w.resolution.by) : ""}
-                {w.resolution?.note && <div class="muted small">{w.resolution.note}</div>}
-              </td>
-              <td class="small">
-                <Time at={w.resolution?.at} />
-              </td>
-            </tr>
-          ))}
-        </tbody>
-      </table>
-    </details>
   );
 }

@@ -27,8 +27,11 @@ export function RunActions(props: { run: RunRecord; onDone: () => void }) {
   const [confirming, setConfirming] = useState(false);
   const [reason, setReason] = useState("");
   const [note, setNote] = useState("");
-  const { canCancel, canResume, canJudge, canRerun } = actsOf(run);
   const allowed = useCan("operate");
+  // What the role may not do is not shown: a viewer sees the export alone.
+  const { canCancel, canResume, canJudge, canRerun } = allowed
+    ? actsOf(run)
+    : { canCancel: false, canResume: false, canJudge: false, canRerun: false };
   const denied = allowed ? undefined : refusal("operate");
   const act = async (fn: () => Promise<unknown>) => {
     if (await action.run(fn)) {
@@ -52,7 +55,7 @@ export function RunActions(props: { run: RunRecord; onDone: () => void }) {
           Resume
         </button>
       )}
-      <ForkRun {...gate} run={run} canRerun={canRerun} act={act} />
+      {allowed && <ForkRun {...gate} run={run} canRerun={canRerun} act={act} />}
       {canJudge && (
         <Verdict
           {...gate}

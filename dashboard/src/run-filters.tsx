@@ -17,7 +17,7 @@ export function Filters(props: {
     const { state: _, ...rest } = filter;
     onChange(next.size ? { ...rest, state: RUN_STATES.filter((s) => next.has(s)) } : rest);
   };
-  const set = (key: "agent" | "workflow" | "pausedReason" | "created", value: string) => {
+  const set = (key: "agent" | "workflow" | "pausedReason" | "created" | "key", value: string) => {
     const next: RunFilter = { ...filter };
     if (value) next[key] = value;
     else delete next[key];
@@ -62,6 +62,14 @@ export function Filters(props: {
         testid="filter-created"
       />
       <StateChips states={states} toggle={toggle} />
+      {filter.key && (
+        <span class="chip on" data-testid="filter-key">
+          key {filter.key}{" "}
+          <button type="button" class="link" onClick={() => set("key", "")} aria-label="clear the key filter">
+            ×
+          </button>
+        </span>
+      )}
       {any && (
         <button type="button" class="link" onClick={() => onChange({})}>
           clear filters

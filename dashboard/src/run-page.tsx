@@ -3,7 +3,9 @@ import { isSettled, type RunRecord, type StepRecord, type WaitRecord } from "../
 import type { EffectEntry } from "./api.ts";
 import { Checkpoints } from "./checkpoints.tsx";
 import { ErrorText, JsonBlock, Loading, Section } from "./components.tsx";
-import { PendingItems, ResolvedWaits } from "./pending.tsx";
+import { Gantt } from "./gantt.tsx";
+import { PendingItems } from "./pending.tsx";
+import { ResolvedWaits } from "./resolved-waits.tsx";
 import { useRunData } from "./run-data.ts";
 import { RunHeader } from "./run-header.tsx";
 import { EffectsTable, StepsTable, type StreamText, Timeline } from "./run-tables.tsx";
@@ -38,6 +40,12 @@ export function RunPage(props: { id: string }) {
         <ErrorText error={errors.transitions ?? null} />
         {transitions ? <Timeline transitions={transitions} /> : !errors.transitions && <Loading />}
       </Section>
+
+      {run && steps && waits && steps.length + waits.length > 0 && (
+        <Section title="Step timeline">
+          <Gantt run={run} steps={steps} waits={waits} settled={settled} />
+        </Section>
+      )}
 
       <StepsSection steps={steps} streams={streams} settled={settled} error={errors.steps} />
 

@@ -1,21 +1,12 @@
 import { Fragment } from "preact";
 import { useState } from "preact/hooks";
 import type { RunRecord, StepRecord, TransitionRecord } from "../../src/api/http-api.ts";
-import { api, type EffectEntry } from "./api.ts";
-import {
-  ErrorText,
-  ErrorView,
-  JsonBlock,
-  NoteInput,
-  StateBadge,
-  StatusPill,
-  StepArgsResult,
-  Time,
-  useAction,
-  useNow,
-} from "./components.tsx";
+import type { EffectEntry } from "./api.ts";
+import { ErrorView, JsonBlock, StateBadge, StatusPill, StepArgsResult, Time, useNow } from "./components.tsx";
+import { Conversation } from "./conversation.tsx";
 import { actorLabel, clockMs, count, dateTime, money, oneLine, span } from "./format.ts";
-import { refusal, useCan } from "./session.ts";
+import { Reconcile } from "./reconcile.tsx";
+import { useCan } from "./session.ts";
 
 /** The run page's tables: the transition timeline, the steps, the effect ledger. */
 
@@ -218,7 +209,11 @@ export function StepDetail(props: { step: StepRecord; stream?: StreamText | unde
           </ol>
         </div>
       )}
-      <StepArgsResult step={step} streaming={stream?.text} />
+      {step.kind === "llm" ? (
+        <Conversation step={step} streaming={stream?.text} />
+      ) : (
+        <StepArgsResult step={step} streaming={stream?.text} />
+      )}
       {step.heartbeat !== undefined && (
         <div>
           <h4>Last heartbeat</h4>
@@ -237,7 +232,8 @@ export function StepDetail(props: { step: StepRecord; stream?: StreamText | unde
 }
 
 export function EffectsTable(props: { run: RunRecord; effects: EffectEntry[]; onDone: () => void }) {
-  const canReconcile = props.run.state === "NEEDS_RECONCILIATION";
+  const allowed = useCan("operate");
+  const canReconcile = props.run.state === "NEEDS_RECONCILIATION" && allowed;
   return (
     <div class="table-wrap">
       <table class="table effects" data-testid="effects-table">
@@ -287,49 +283,13 @@ export function EffectsTable(props: { run: RunRecord; effects: EffectEntry[]; on
               </td>
               <td>
                 {canReconcile && effect.status === "unknown" && (
-                  <Reconcile runId={props.run.id} effectId={effect.id} onDone={props.onDone} />
+                  <Reconcile runId={props.run.id} entry={{ seq, name, effect }} onDone={props.onDone} />
                 )}
               </td>
             </tr>
           ))}
         </tbody>
       </table>
-    </div>
-  );
-}
-
-function Reconcile(props: { runId: string; effectId: string; onDone: () => void }) {
-  const action = useAction();
-  const allowed = useCan("operate");
-  const denied = allowed ? undefined : refusal("operate");
-  const [note, setNote] = useState("");
-  const decide = async (outcome: "applied" | "not_applied") => {
-    if (await action.run(() => api.reconcile(props.runId, props.effectId, outcome, note.trim() || undefined))) {
-      props.onDone();
-    }
-  };
-  return (
-    <div class="reconcile">
-      <NoteInput value={note} onChange={setNote} testid={`reconcile-note-${props.effectId}`} />
-      <button
-        type="button"
-        disabled={action.busy || !allowed}
-        onClick={() => decide("applied")}
-        data-testid={`reconcile-applied-${props.effectId}`}
-        title={denied ?? "The change happened in the outside world"}
-      >
-        Mark applied
-      </button>
-      <button
-        type="button"
-        disabled={action.busy || !allowed}
-        onClick={() => decide("not_applied")}
-        data-testid={`reconcile-not-applied-${props.effectId}`}
-        title={denied ?? "The change did not happen"}
-      >
-        Mark not applied
-      </button>
-      <ErrorText error={action.error} />
     </div>
   );
 }

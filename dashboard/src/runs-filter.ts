@@ -11,10 +11,12 @@ export function filterOf(query: URLSearchParams): RunFilter {
   const state = query.get("state");
   const pausedReason = query.get("pausedReason");
   const created = query.get("created");
+  const key = query.get("key");
   if (agent) filter.agent = agent;
   if (workflow) filter.workflow = workflow;
   if (state) filter.state = state.split(",").filter(Boolean);
   if (pausedReason) filter.pausedReason = pausedReason;
+  if (key) filter.key = key;
   if (created && created in CREATED_WINDOWS) filter.created = created;
   return filter;
 }
@@ -26,6 +28,7 @@ export function queryOf(filter: RunFilter): URLSearchParams {
   if (filter.workflow) q.set("workflow", filter.workflow);
   if (filter.state?.length) q.set("state", filter.state.join(","));
   if (filter.pausedReason) q.set("pausedReason", filter.pausedReason);
+  if (filter.key) q.set("key", filter.key);
   if (filter.created) q.set("created", filter.created);
   return q;
 }
@@ -36,6 +39,7 @@ export function matches(run: RunRecord, filter: RunFilter): boolean {
   if (filter.workflow && run.workflow !== filter.workflow) return false;
   if (filter.state?.length && !filter.state.includes(run.state)) return false;
   if (filter.pausedReason && run.pausedReason !== filter.pausedReason) return false;
+  if (filter.key && run.key !== filter.key) return false;
   const since = createdSince(filter);
   if (since !== undefined && run.createdAt < since) return false;
   return true;

@@ -3,6 +3,7 @@ import type { AgentInfo, RunFilter } from "./api.ts";
 import { ErrorText, LiveDot } from "./components.tsx";
 import { replaceHash, runsHref } from "./router.ts";
 import { Filters } from "./run-filters.tsx";
+import { RunSearch } from "./run-search.tsx";
 import { filterOf, queryOf } from "./runs-filter.ts";
 import { RunsTable } from "./runs-table.tsx";
 import { StartRunForm } from "./start-run.tsx";
@@ -20,6 +21,7 @@ export function RunsPage(props: { query: URLSearchParams; agents: AgentInfo[] | 
   return (
     <div class="page">
       <StartRunForm agents={props.agents} />
+      <RunSearch agents={props.agents} filter={filter} onFilter={setFilter} />
       <Filters filter={filter} agents={props.agents} onChange={setFilter} />
       <div class="table-head">
         <h2>

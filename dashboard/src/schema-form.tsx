@@ -19,8 +19,11 @@ export function SchemaForm(props: {
   /** Not allowed to answer (the token's roles): the form shows, the button is off. */
   disabled?: boolean;
   submitLabel?: string;
+  /** The start of the inputs' test ids (`<testids>-field-<path>`, `<testids>-submit`). @default "answer" */
+  testids?: string;
   onSubmit: (value: Json) => void;
 }) {
+  const t = props.testids ?? "answer";
   const schema = asSchema(props.schema ?? null);
   const shape = schema ? shapeOf(schema) : null;
   const [values, setValues] = useState<Values>(() => {
@@ -53,21 +56,24 @@ export function SchemaForm(props: {
   return (
     <form class="schema-form" onSubmit={submit} noValidate>
       {shape ? (
-        <FieldView shape={shape} path="" name="" required idBase={props.idPrefix} values={values} set={set} />
+        <FieldView
+          shape={shape}
+          path=""
+          name=""
+          required
+          idBase={props.idPrefix}
+          testids={t}
+          values={values}
+          set={set}
+        />
       ) : (
-        <>
-          <textarea
-            class="mono"
-            rows={3}
-            value={String(values[""] ?? "")}
-            onInput={(e) => set("", e.currentTarget.value)}
-            data-testid="answer-input"
-            aria-label="answer"
-          />
-          <label class="inline">
-            <input type="checkbox" checked={asJson} onChange={(e) => setAsJson(e.currentTarget.checked)} /> send as JSON
-          </label>
-        </>
+        <FreeAnswer
+          text={String(values[""] ?? "")}
+          onText={(text) => set("", text)}
+          asJson={asJson}
+          setAsJson={setAsJson}
+          testid={`${t}-input`}
+        />
       )}
       {problem && <div class="error-text">{problem}</div>}
       <div class="actions">
@@ -76,12 +82,38 @@ export function SchemaForm(props: {
           class="primary"
           disabled={props.busy || props.disabled}
           title={props.disabled ? "your token's roles do not allow answering (operator or admin)" : undefined}
-          data-testid="answer-submit"
+          data-testid={`${t}-submit`}
         >
           {props.busy ? "Sending…" : (props.submitLabel ?? "Answer")}
         </button>
       </div>
     </form>
+  );
+}
+
+/** An answer without a schema: free text, sent as a string or as JSON. */
+function FreeAnswer(props: {
+  text: string;
+  onText: (text: string) => void;
+  asJson: boolean;
+  setAsJson: (asJson: boolean) => void;
+  testid: string;
+}) {
+  return (
+    <>
+      <textarea
+        class="mono"
+        rows={3}
+        value={props.text}
+        onInput={(e) => props.onText(e.currentTarget.value)}
+        data-testid={props.testid}
+        aria-label="answer"
+      />
+      <label class="inline">
+        <input type="checkbox" checked={props.asJson} onChange={(e) => props.setAsJson(e.currentTarget.checked)} /> send
+        as JSON
+      </label>
+    </>
   );
 }
 
@@ -91,6 +123,7 @@ interface FieldProps {
   name: string;
   required: boolean;
   idBase: string;
+  testids: string;
   values: Values;
   set: (path: string, value: string | boolean) => void;
 }
@@ -101,7 +134,7 @@ function FieldView(props: FieldProps) {
   const { field, schema } = shape;
   const description = typeof schema.description === "string" ? schema.description : null;
   const title = typeof schema.title === "string" ? schema.title : props.name;
-  const testid = path ? `answer-field-${path}` : "answer-input";
+  const testid = path ? `${props.testids}-field-${path}` : `${props.testids}-input`;
   const id = `${props.idBase}-${path || "value"}`;
   const value = values[path];
 
@@ -135,6 +168,7 @@ function ObjectFields(
       name={name}
       required={field.required.has(name)}
       idBase={props.idBase}
+      testids={props.testids}
       values={values}
       set={set}
     />

@@ -3,28 +3,34 @@ import type { Json } from "../../src/api/http-api.ts";
 import { type AgentInfo, api } from "./api.ts";
 import { ErrorText, useAction } from "./components.tsx";
 import { navigate, runHref } from "./router.ts";
-import { refusal, useCan } from "./session.ts";
+import { SchemaForm } from "./schema-form.tsx";
+import { useCan } from "./session.ts";
 
-/** The "start a run" form: agent, workflow, JSON input (checked before sending), optional key. */
+/**
+ * The "start a run" form: agent, workflow, the input — a form built from the workflow's input
+ * schema (`/api/agents` serves it as JSON Schema) or, without one or on request, a JSON editor —
+ * and an optional key. Not shown to a role that may not start runs.
+ */
 export function StartRunForm(props: { agents: AgentInfo[] | null }) {
   const agents = props.agents ?? [];
   const [agent, setAgent] = useState("");
   const [workflow, setWorkflow] = useState("");
   const [input, setInput] = useState("{}");
   const [key, setKey] = useState("");
+  const [asJson, setAsJson] = useState(false);
   const action = useAction();
   const allowed = useCan("operate");
 
   const chosenAgent = agents.find((a) => a.name === agent) ?? (agents.length === 1 ? agents[0] : undefined);
   const workflows = chosenAgent?.workflows ?? [];
   const chosenWorkflow = workflows.includes(workflow) ? workflow : (workflows[0] ?? "");
+  const schema = chosenAgent?.inputs?.[chosenWorkflow];
+  const formed = schema !== undefined && !asJson;
 
-  const parsed = parseInput(input);
+  if (!allowed) return null;
 
-  const submit = async (e: Event) => {
-    e.preventDefault();
-    if (!chosenAgent || !chosenWorkflow || !parsed.ok) return;
-    const value = parsed.value;
+  const start = async (value: Json) => {
+    if (!chosenAgent || !chosenWorkflow) return;
     await action.run(async () => {
       const result = await api.startRun({
         agent: chosenAgent.name,
@@ -37,7 +43,7 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
   };
 
   return (
-    <form class="start-run card" data-testid="start-run-form" onSubmit={submit}>
+    <div class="start-run card" data-testid="start-run-form">
       <h2>Start a run</h2>
       <div class="row">
         <AgentSelect
@@ -49,31 +55,94 @@ export function StartRunForm(props: { agents: AgentInfo[] | null }) {
           }}
         />
         <WorkflowSelect workflows={workflows} chosen={chosenWorkflow} disabled={!chosenAgent} onChange={setWorkflow} />
-        <InputBox value={input} valid={parsed.ok} onInput={setInput} />
-        <label>
-          Key (optional)
-          <input
-            name="key"
-            value={key}
-            onInput={(e) => setKey(e.currentTarget.value)}
-            placeholder="idempotency key"
-            data-testid="start-key"
-          />
-        </label>
+        <KeyInput value={key} onInput={setKey} />
+        {schema !== undefined && <AsJsonToggle on={asJson} set={setAsJson} />}
+      </div>
+      {chosenAgent?.description && <p class="muted small desc">{chosenAgent.description}</p>}
+      {formed ? (
+        <SchemaForm
+          key={`${chosenAgent?.name}/${chosenWorkflow}`}
+          idPrefix="start"
+          schema={schema}
+          busy={action.busy}
+          testids="start"
+          submitLabel="Start run"
+          onSubmit={start}
+        />
+      ) : (
+        <JsonStart
+          input={input}
+          setInput={setInput}
+          busy={action.busy}
+          ready={chosenAgent !== undefined && chosenWorkflow !== ""}
+          onStart={start}
+        />
+      )}
+      <ErrorText error={action.error} testid="start-error" />
+    </div>
+  );
+}
+
+/** The input as a JSON editor, for a workflow without a schema (or on request). */
+function JsonStart(props: {
+  input: string;
+  setInput: (input: string) => void;
+  busy: boolean;
+  ready: boolean;
+  onStart: (value: Json) => void;
+}) {
+  const parsed = parseInput(props.input);
+  return (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        if (parsed.ok) props.onStart(parsed.value);
+      }}
+    >
+      <div class="row">
+        <InputBox value={props.input} valid={parsed.ok} onInput={props.setInput} />
         <button
           type="submit"
           class="primary start-submit"
-          disabled={action.busy || !chosenAgent || !chosenWorkflow || !parsed.ok || !allowed}
-          title={allowed ? undefined : refusal("operate")}
+          disabled={props.busy || !props.ready || !parsed.ok}
           data-testid="start-submit"
         >
-          {action.busy ? "Starting…" : "Start run"}
+          {props.busy ? "Starting…" : "Start run"}
         </button>
       </div>
       {!parsed.ok && <div class="error-text">Input is not JSON: {parsed.message}</div>}
-      {chosenAgent?.description && <p class="muted small desc">{chosenAgent.description}</p>}
-      <ErrorText error={action.error} testid="start-error" />
     </form>
+  );
+}
+
+/** "edit as JSON": the JSON editor instead of the form made from the schema. */
+function AsJsonToggle(props: { on: boolean; set: (on: boolean) => void }) {
+  return (
+    <label class="inline small">
+      <input
+        type="checkbox"
+        checked={props.on}
+        onChange={(e) => props.set(e.currentTarget.checked)}
+        data-testid="start-as-json"
+      />{" "}
+      edit as JSON
+    </label>
+  );
+}
+
+/** The optional idempotency key. */
+function KeyInput(props: { value: string; onInput: (value: string) => void }) {
+  return (
+    <label>
+      Key (optional)
+      <input
+        name="key"
+        value={props.value}
+        onInput={(e) => props.onInput(e.currentTarget.value)}
+        placeholder="idempotency key"
+        data-testid="start-key"
+      />
+    </label>
   );
 }
 
@@ -147,7 +216,7 @@ function InputBox(props: { value: string; valid: boolean; onInput: (value: strin
       Input (JSON)
       <textarea
         name="input"
-        rows={1}
+        rows={3}
         spellcheck={false}
         class={`mono${props.valid ? "" : " invalid"}`}
         value={props.value}

@@ -105,8 +105,9 @@ export interface AgentSpec<T extends ToolMap, W> {
 export function defineAgent<
   const T extends ToolMap,
   W extends Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>,
+  const N extends string = string,
 >(spec: {
-  name: string;
+  name: N;
   description?: string;
   version?: string;
   compatibleVersions?: readonly string[];
@@ -115,8 +116,8 @@ export function defineAgent<
   tools: T;
   workflows: W;
   inputs?: WorkflowInputs<W>;
-}): AgentDefinition<T, W> {
-  return makeAgent(spec) as AgentDefinition<T, W>;
+}): AgentDefinition<T, W, N> {
+  return makeAgent(spec) as AgentDefinition<T, W, N>;
 }
 
 /** Validates and freezes an agent (shared by `defineAgent` and the decorators). */

@@ -6,6 +6,7 @@
  * API, nothing that does I/O.
  */
 
+export { durationAgo, durationUntil, elapsed, inUnits } from "../core/durations.ts";
 export type { SerializedError } from "../core/errors.ts";
 export type {
   Actor,

@@ -1,4 +1,4 @@
-import type { EffectRecord, RunRecord } from "../core/records.ts";
+import type { EffectRecord, Json, RunRecord } from "../core/records.ts";
 import type { Role } from "./roles.ts";
 
 /**
@@ -14,6 +14,11 @@ export interface PrincipalInfo {
   roles: Role[];
   /** `none` when the server has no tokens (every request is the local admin). */
   auth: "token" | "none";
+  /**
+   * A development server without tokens (`cairn dev`) that acts as whoever a request's
+   * `X-Cairn-As` (subject) and `X-Cairn-Role` (role) headers name: the dashboard's identity switcher.
+   */
+  switchable?: boolean;
 }
 
 /** An agent the server knows (`GET /api/agents` answers `{ agents: AgentInfo[] }`). */
@@ -22,6 +27,10 @@ export interface AgentInfo {
   description: string;
   version: string;
   workflows: string[];
+  /** The JSON Schema of each workflow's input, for the workflows that declare one (the agent's `inputs`). */
+  inputs: { [workflow: string]: Json };
+  /** The approvers the agent's tools declare (`approval.approvers`), each once. */
+  approvers: string[];
 }
 
 /** A step that carries an effect (`GET /api/runs/:id/effects` answers `{ effects: EffectEntry[] }`). */

@@ -1,4 +1,5 @@
 import { isAbsolute, relative } from "node:path";
+import { durationAgo, durationUntil } from "../core/durations.ts";
 import type { Actor, Json, RunRecord, TransitionRecord } from "../core/records.ts";
 
 /**
@@ -62,28 +63,14 @@ export function dateTime(at: number): string {
   return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${clock(at).slice(0, 8)}`;
 }
 
-/** `4s ago`, `12m ago`, `3h ago`, `2d ago`. */
+/** `4s ago`, `12m ago`, `3h ago`, `2d ago` (the wording of core/durations.ts). */
 export function age(at: number, now = Date.now()): string {
-  return `${inUnits(Math.max(0, Math.round((now - at) / 1000)))} ago`;
+  return durationAgo(Math.min(at, now), now);
 }
 
 /** `in 4s`, `in 12m`, `in 3h`, `in 2d`; `4s ago` once `at` has passed. */
 export function until(at: number, now = Date.now()): string {
-  if (at < now) return age(at, now);
-  return `in ${inUnits(Math.round((at - now) / 1000))}`;
-}
-
-/**
- * Seconds in the largest unit that fits, rounded to the nearest (`47h59m59s` is `2d`, not `1d`):
- * the one place durations get their words, so `run` and `show` a second apart say the same.
- */
-function inUnits(s: number): string {
-  if (s < 60) return `${s}s`;
-  const m = Math.round(s / 60);
-  if (m < 60) return `${m}m`;
-  const h = Math.round(s / 3600);
-  if (h < 24) return `${h}h`;
-  return `${Math.round(s / 86_400)}d`;
+  return durationUntil(at, now);
 }
 
 /** `2026-07-01 14:03:07 (in 23h)`: a due time with how far off it is. */

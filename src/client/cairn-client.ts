@@ -6,6 +6,7 @@ import { RunEndedError } from "../core/errors.ts";
 import type { Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { JobSpec, RunContract } from "../core/run-contract.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome } from "../core/run-state.ts";
+import type { RemoteAgentName, RemoteInput, RemoteOutput, RemoteWorkflowName } from "./agent-types.ts";
 import { CairnHttpError } from "./http-error.ts";
 import type {
   RemoteAgent,
@@ -48,15 +49,19 @@ export interface RemoteStartOptions {
 }
 
 /**
- * A typed client of the HTTP API.
+ * A typed client of the HTTP API. Given the agents' types (`CairnClient<typeof agents>`, the list
+ * the server's runtime is made with, imported with `import type`), `run` checks the agent and
+ * workflow names and the input, and `result()` resolves to the workflow's output type, as
+ * in-process runs do; without them every name and input is accepted and results are `unknown`.
  *
  * @example
- * const client = new CairnClient({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
+ * // import type { agents } from "./agents.ts";   // const agents = [reportBuilder, expenses]
+ * const client = new CairnClient<typeof agents>({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
  * const run = await client.run("report_builder", "build", { quarter: "2026-Q3" }, { key: "report-2026-Q3" });
  * for await (const event of client.events(run.id)) console.log(event.type, event.data);
  * console.log(await run.result());
  */
-export class CairnClient {
+export class CairnClient<Agents = unknown> {
   readonly #base: string;
   readonly #token: string | undefined;
   readonly #fetch: typeof fetch;
@@ -80,13 +85,17 @@ export class CairnClient {
     return (await this.#request<{ agents: RemoteAgent[] }>("GET", "/api/agents")).agents;
   }
 
-  /** Starts a run of `workflow` of `agent` (or returns the run of `key`). */
-  async run(
-    agent: string,
-    workflow: string,
-    input: unknown,
+  /**
+   * Starts a run of `workflow` of `agent` (or returns the run of `key`). Typed with the agents
+   * (`CairnClient<typeof agents>`), the names and the input are checked and `result()` gives the
+   * workflow's output type.
+   */
+  async run<N extends RemoteAgentName<Agents>, K extends RemoteWorkflowName<Agents, N>>(
+    agent: N,
+    workflow: K,
+    input: RemoteInput<Agents, N, K>,
     options: RemoteStartOptions = {},
-  ): Promise<RemoteRunHandle> {
+  ): Promise<RemoteRunHandle<RemoteOutput<Agents, N, K>>> {
     const { run, created } = await this.#request<{ run: RunRecord; created: boolean }>("POST", "/api/runs", {
       agent,
       workflow,
@@ -99,7 +108,7 @@ export class CairnClient {
       run,
       result: async (wait = {}) => {
         const ended = await this.waitFor(run.id, wait);
-        if (ended.state === "COMPLETED") return ended.output;
+        if (ended.state === "COMPLETED") return ended.output as RemoteOutput<Agents, N, K>;
         throw new RunEndedError({ runId: ended.id, state: ended.state as never, error: ended.error });
       },
     };

@@ -65,8 +65,8 @@ export interface RemoteEventsOptions {
   reconnects?: number;
 }
 
-/** A run started through the client. */
-export interface RemoteRunHandle {
+/** A run started through the client; `Output` is the workflow's output type when the client is typed with its agents. */
+export interface RemoteRunHandle<Output = unknown> {
   readonly id: string;
   /** False when the key named a run that existed. */
   readonly created: boolean;
@@ -76,5 +76,5 @@ export interface RemoteRunHandle {
    * Waits until the run settles and returns its output; a run that did not complete throws
    * `RunEndedError`. Waits through automatic recovery, as `CairnClient.waitFor`.
    */
-  result(options?: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number }): Promise<unknown>;
+  result(options?: { timeoutMs?: number; pollIntervalMs?: number; maxAutoRecoveries?: number }): Promise<Output>;
 }

@@ -112,9 +112,11 @@ export type ToolMap = Record<string, ToolDefinition<any, any>>;
 export interface AgentDefinition<
   T extends ToolMap = ToolMap,
   W extends Record<string, WorkflowFunction<T>> = Record<string, WorkflowFunction<T>>,
+  N extends string = string,
 > {
   readonly kind: "agent";
-  readonly name: string;
+  /** Its name, as written in `defineAgent` (a literal type: `CairnClient<typeof agents>` finds it by name). */
+  readonly name: N;
   readonly description: string;
   /** Version of the workflow code, recorded on every transition. @default "1" */
   readonly version: string;

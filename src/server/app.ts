@@ -42,6 +42,13 @@ export interface ServerOptions {
    */
   localSubject?: string;
   /**
+   * Without tokens, let each request name who it acts as with the `X-Cairn-As` (subject) and
+   * `X-Cairn-Role` (role) headers: the dashboard's identity switcher of `cairn dev`, to approve as
+   * the approver an agent declares or to see what a viewer sees. Ignored with tokens.
+   * @default false
+   */
+  switchIdentity?: boolean;
+  /**
    * The agents `GET /api/agents` lists. Runs of other agents can still be read and acted on.
    * @default the runtime's agents
    */
@@ -125,6 +132,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
     pollIntervalMs: options.pollIntervalMs ?? 250,
     heartbeatMs: options.heartbeatMs ?? 15_000,
     listScanLimit: options.listScanLimit ?? 5000,
+    switchable: options.switchIdentity === true && !authenticator.enabled,
   };
 
   const app = newApp(logger);
@@ -138,7 +146,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
     c.set("bodyLimitBytes", bodyLimitBytes);
     return next();
   });
-  app.use("/api/*", authenticate(authenticator, local));
+  app.use("/api/*", authenticate(authenticator, local, ctx.switchable));
 
   registerReadHandlers(app, ctx);
   registerActionHandlers(app, ctx);

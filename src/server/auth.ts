@@ -5,6 +5,7 @@ import { parse as parseYaml } from "yaml";
 import { z } from "zod";
 import { type Permission, ROLE_PERMISSIONS, ROLES, type Role } from "../api/roles.ts";
 import type { Actor } from "../core/records.ts";
+import { switchedPrincipal } from "./dev-identity.ts";
 import { ApiError } from "./errors.ts";
 
 /**
@@ -198,15 +199,17 @@ export interface ServerEnv {
  * Authenticates every request it sees: `Authorization: Bearer <token>`, and nothing else — a
  * token in a URL (`?access_token=`) ends up in logs, histories and Referer headers, so it is
  * refused, event streams included (the dashboard reads them with fetch). Without tokens
- * configured every request is `local` (by default {@link LOCAL_ADMIN}).
+ * configured every request is `local` (by default {@link LOCAL_ADMIN}), or, when `switchable`,
+ * whoever its `X-Cairn-As` / `X-Cairn-Role` headers name (dev-identity.ts).
  */
 export function authenticate(
   authenticator: TokenAuthenticator,
   local: Principal = LOCAL_ADMIN,
+  switchable = false,
 ): MiddlewareHandler<ServerEnv> {
   return async (c, next) => {
     if (!authenticator.enabled) {
-      c.set("principal", local);
+      c.set("principal", switchable ? switchedPrincipal(local, (name) => c.req.header(name)) : local);
       return next();
     }
     const header = c.req.header("authorization");

@@ -1,5 +1,6 @@
 import type { AgentInfo, EffectEntry, PrincipalInfo } from "../api/responses.ts";
 import type { EffectRecord } from "../core/records.ts";
+import { agentInfo } from "./agent-info.ts";
 import {
   agentsRoute,
   contractRoute,
@@ -20,22 +21,15 @@ export function registerReadHandlers(app: ServerApp, ctx: ServerContext): void {
 
   app.openapi(meRoute, (c) => {
     const { subject, roles, auth } = c.get("principal");
-    return c.json({ subject, roles: [...roles], auth } satisfies PrincipalInfo, 200);
+    const info: PrincipalInfo = { subject, roles: [...roles], auth, ...(ctx.switchable && { switchable: true }) };
+    return c.json(info, 200);
   });
 
-  app.openapi(agentsRoute, (c) =>
-    c.json(
-      {
-        agents: ctx.agents.map((a) => ({
-          name: a.name,
-          description: a.description,
-          version: a.version,
-          workflows: Object.keys(a.workflows),
-        })) satisfies AgentInfo[],
-      },
-      200,
-    ),
-  );
+  let agents: AgentInfo[] | undefined;
+  app.openapi(agentsRoute, (c) => {
+    agents ??= ctx.agents.map(agentInfo);
+    return c.json({ agents }, 200);
+  });
 
   app.openapi(listRunsRoute, async (c) => {
     const page = await listRunPage(runtime, c.req.valid("query"), { scanLimit: ctx.listScanLimit });

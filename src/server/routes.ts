@@ -1,7 +1,7 @@
 import { createRoute, z } from "@hono/zod-openapi";
+import { AgentSchema, MeSchema } from "./info-schemas.ts";
 import { acts, administer, approve, body, common, failure, ok, operate, read, reads, security } from "./route-parts.ts";
 import {
-  AgentSchema,
   AnswerBody,
   CancelBody,
   DecisionBody,
@@ -12,7 +12,6 @@ import {
   ForkBody,
   ImportBody,
   ListRunsQuery,
-  MeSchema,
   MoveBody,
   ReconcileBody,
   RunParams,
@@ -36,9 +35,10 @@ import {
  * request bodies are strict (an unknown field, `by`/`actor` included, is 400 INVALID_INPUT).
  * Errors: { error: { code, message, details? } } with the status of src/server/errors.ts.
  *
- * GET  /api/me                      → { subject, roles, auth: "token" | "none" }
- * GET  /api/agents                  → { agents: [{ name, description, version, workflows: string[] }] }
- * GET  /api/runs?agent&workflow&state=A,B&pausedReason&since&until&limit&cursor
+ * GET  /api/me                      → { subject, roles, auth: "token" | "none", switchable? }
+ * GET  /api/agents                  → { agents: [{ name, description, version, workflows: string[],
+ *                                     inputs: { [workflow]: JSON Schema }, approvers: string[] }] }
+ * GET  /api/runs?agent&workflow&state=A,B&pausedReason&key&since&until&limit&cursor
  *                                   → { runs: RunRecord[], nextCursor: string | null }   newest first;
  *                                     since/until: epoch ms on createdAt (inclusive); limit 1..200
  *                                     (default 50); a page may be short with a nextCursor (a selective

@@ -8,7 +8,7 @@ import type { Runtime } from "../runtime/runtime.ts";
 /**
  * `GET /api/runs`: pages of runs, newest first, over what `RunFilter` offers (agent, workflow,
  * states; ordered by creation, newest first, with offsets). The other filters — paused reason,
- * creation time — are applied here while scanning.
+ * idempotency key, creation time — are applied here while scanning.
  *
  * The cursor is keyset-like although the backend pages by offset: it holds the (createdAt, id) of
  * the last run looked at and the offset after it. Runs are never deleted, but they enter and
@@ -26,6 +26,8 @@ export interface RunListQuery {
   /** Comma-separated states. */
   state?: string | undefined;
   pausedReason?: PausedReason | undefined;
+  /** Only runs started with this idempotency key (any agent or workflow). */
+  key?: string | undefined;
   since?: number | undefined;
   until?: number | undefined;
   limit?: number | undefined;
@@ -77,7 +79,8 @@ export async function listRunPage(
       if (query.since !== undefined && run.createdAt < query.since) return { runs, nextCursor: null };
       const matches =
         (query.until === undefined || run.createdAt <= query.until) &&
-        (query.pausedReason === undefined || run.pausedReason === query.pausedReason);
+        (query.pausedReason === undefined || run.pausedReason === query.pausedReason) &&
+        (query.key === undefined || run.key === query.key);
       if (matches) runs.push(run);
       if (runs.length === limit || scanned >= scanLimit) {
         return { runs, nextCursor: encodeCursor({ o: offset, ...last }) };

@@ -1,5 +1,4 @@
 import { z } from "@hono/zod-openapi";
-import { ROLES } from "../api/roles.ts";
 import { PAUSED_REASONS, RUN_STATES } from "../core/run-state.ts";
 import { MAX_TEXT_LENGTH, textProblem } from "../core/text.ts";
 import { RESERVED_META_KEYS, reservedMetaProblem } from "../runtime/runtime-options.ts";
@@ -369,6 +368,7 @@ export const ListRunsQuery = z.object({
     .optional()
     .openapi({ description: `comma-separated states (${RUN_STATES.join(", ")})`, example: "PAUSED,RUNNING" }),
   pausedReason: PausedReasonSchema.optional(),
+  key: text("only runs started with this idempotency key").optional(),
   since: queryInt("only runs created at or after (epoch ms)"),
   until: queryInt("only runs created at or before (epoch ms)"),
   limit: z.coerce
@@ -384,11 +384,3 @@ export const ListRunsQuery = z.object({
 export const EventsQuery = z.object({
   from: z.string().optional().openapi({ description: "an event id to resume after (as Last-Event-ID)" }),
 });
-
-export const MeSchema = z
-  .object({ subject: z.string(), roles: z.array(z.enum(ROLES)), auth: z.enum(["token", "none"]) })
-  .openapi("Me");
-
-export const AgentSchema = z
-  .object({ name: z.string(), description: z.string(), version: z.string(), workflows: z.array(z.string()) })
-  .openapi("Agent");

@@ -24,6 +24,8 @@ export interface ServerContext {
   heartbeatMs: number;
   /** Runs a page of `GET /api/runs` looks at, at most. */
   listScanLimit: number;
+  /** Requests may name who they act as (`X-Cairn-As`, `X-Cairn-Role`): no tokens, `switchIdentity`. */
+  switchable: boolean;
 }
 
 /** The Hono app the handlers are registered on. */

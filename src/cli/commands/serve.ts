@@ -63,7 +63,8 @@ export const devCommand: Command = {
     `           ${EXAMPLES.join(", ")})`,
     "--port     port (default 4545); the dashboard is at its root",
     "--as       who you are on this machine (default: local): the actor of what you do in the",
-    "           dashboard, and the approver of approvals (e.g. --as finance-lead)",
+    "           dashboard, and the approver of approvals (e.g. --as finance-lead); the",
+    "           dashboard's identity switcher acts as anyone else, with any role",
     "Listens on 127.0.0.1 only, without authentication. Stop it with Ctrl-C: runs in flight are",
     "recorded INTERRUPTED and resume on the next start.",
   ],
@@ -120,6 +121,8 @@ async function start(
     agentModules,
     ...(dashboard !== undefined && { staticRoot: dashboard }),
     ...(values.as !== undefined && { localSubject: values.as as string }),
+    // `cairn dev` (no tokens, loopback): the dashboard may act as any identity it names.
+    switchIdentity: mode.worker && tokens.length === 0,
   });
   let listening: ListeningServer;
   try {
