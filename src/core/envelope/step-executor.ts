@@ -16,6 +16,7 @@ import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import { Attempt, type StepExecution } from "./step-attempt.ts";
+import { attemptEnded, attemptStarted, retryScheduled } from "./step-events.ts";
 
 /** What {@link executeStep} runs, and how. */
 export interface ExecuteStepOptions<R> {
@@ -105,11 +106,15 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
     if (held) await held;
     if (stop.aborted) throw stop.reason;
     try {
+      attemptStarted(host, step, record);
       const value = await attemptStep(options, record, signal);
-      return succeeded(options, record, attemptNo, value);
+      const result = succeeded(options, record, attemptNo, value);
+      attemptEnded(host, step, record);
+      return result;
     } catch (error) {
       if (stop.aborted) throw stop.reason;
       failedAttempt(step, record, error, host, history);
+      attemptEnded(host, step, record);
       if (effect && !saysNotApplied(error)) {
         // The attempt may have applied the effect: settle that before retrying or failing.
         writer.later(step, false);
@@ -135,6 +140,7 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
           error: record.error?.message,
         },
       );
+      retryScheduled(host, step, record, delay, parks);
       writer.later(step, false);
       if (parks) return retryPause.park(attemptNo + 1, host.now() + delay);
       await host.sleep(delay, signal);
