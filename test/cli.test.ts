@@ -206,7 +206,7 @@ describe("cairn CLI", () => {
       expect(followed.stderr).toBe("");
       expect(followed.code).toBe(0);
       const out = followed.stdout;
-      expect(out).toContain(`following ${id}: its transitions as they are recorded`);
+      expect(out).toContain(`following ${id}: its transitions and step attempts as they are recorded`);
       // Each transition once, in order, whoever recorded it.
       const order = [
         /#2\s+PENDING → RUNNING\s+worker /,
