@@ -28,6 +28,8 @@ function linesInOrder(text: string, patterns: RegExp[]): number[] {
   });
 }
 
+/** Carriage return, then erase the line: how the live line is drawn over and wiped. */
+const ERASE_LINE = "\r\x1b[2K";
 const TOOL = /^ {2}step (\d+) tool "fetch_ledger"/;
 const MODEL = /^ {2}step \d+ model call "default"/;
 
@@ -86,9 +88,10 @@ describe("cairn run's live progress", () => {
     const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
     expect(code).toBe(0);
     // The live line: drawn over itself (carriage return, erase line), with a spinner and the time.
-    expect(out).toMatch(/\r\x1b\[2K {2}[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] step \d+ tool "crunch": attempt 1 running \ds/);
+    const marked = out.replaceAll(ERASE_LINE, "<erase>");
+    expect(marked).toMatch(/<erase> {2}[⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏] step \d+ tool "crunch": attempt 1 running \ds/);
     // Wiped before the step's end is printed, which then stands on its own line.
-    expect(out).toMatch(/\r\x1b\[2K {2}step \d+ tool "crunch": attempt 1 completed in \ds\r?\n/);
+    expect(marked).toMatch(/<erase> {2}step \d+ tool "crunch": attempt 1 completed in \ds\r?\n/);
     linesInOrder(out.replace(/\r(?!\n)/g, "\n"), [
       new RegExp(`${TOOL.source}: attempt 2 in 50 ms`),
       /tool "crunch": attempt 1 started/,
