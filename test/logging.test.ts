@@ -140,3 +140,14 @@ describe("createConsoleLogger", () => {
     expect(lines.join("")).not.toMatch(/s3cr3t|sk-proj|pw-of-db/);
   });
 });
+
+describe("the runtime's logging layer", () => {
+  it("writes a line whose fields cannot be walked (a cycle) without them, rather than throwing", () => {
+    const lines: string[] = [];
+    const logger = toLogger(createConsoleLogger({ level: "info", format: "json", write: (l) => lines.push(l) }));
+    const cyclic: Record<string, unknown> = { name: "loop" };
+    cyclic.self = cyclic;
+    expect(() => logger.info({ cyclic }, "a cyclic field")).not.toThrow();
+    expect(JSON.parse(lines[0] ?? "{}")).toMatchObject({ msg: "a cyclic field", fieldsDropped: expect.any(String) });
+  });
+});

@@ -28,11 +28,14 @@ const SAFE = Symbol("cairn.safeLogger");
 const LEVELS: readonly LogLevel[] = ["trace", "debug", "info", "warn", "error", "fatal"];
 
 function safe(inner: Logger): Logger {
+  // pino's: a line of a level it drops is not cleaned for nothing.
+  const enabled = (inner as { isLevelEnabled?: (level: string) => boolean }).isLevelEnabled?.bind(inner);
   const out = { [SAFE]: true, child: (bindings: LogFields) => safe(inner.child(cleanFields(bindings))) } as Logger & {
     [SAFE]: true;
   };
   for (const level of LEVELS) {
     out[level] = ((first: LogFields | string, message?: string) => {
+      if (enabled && !enabled(level)) return;
       if (typeof first === "string") inner[level](redactText(first));
       else inner[level](cleanFields(first), message === undefined ? undefined : redactText(message));
     }) as LogFn;
@@ -44,7 +47,12 @@ function safe(inner: Logger): Logger {
 export function cleanFields(fields: LogFields): LogFields {
   const plain: LogFields = {};
   for (const [key, value] of Object.entries(fields)) plain[key] = value instanceof Error ? plainError(value) : value;
-  return redactJson(plain as Json) as LogFields;
+  try {
+    return redactJson(plain as Json) as LogFields;
+  } catch (error) {
+    // A cycle (too deep to walk): the line is still written, without its fields.
+    return { fieldsDropped: redactText(String(error)) };
+  }
 }
 
 function plainError(error: Error): Json {

@@ -36,7 +36,7 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Logger 
         const [fields, msg] = typeof first === "string" ? [{}, first] : [first, message ?? ""];
         write(format(level, now(), msg, { ...bindings, ...fields }));
       };
-    return {
+    const logger: Logger = {
       trace: at("trace"),
       debug: at("debug"),
       info: at("info"),
@@ -45,6 +45,8 @@ export function createConsoleLogger(options: ConsoleLoggerOptions = {}): Logger 
       fatal: at("fatal"),
       child: (more) => make({ ...bindings, ...more }),
     };
+    // As pino has it: the runtime skips cleaning a line this logger would drop.
+    return Object.assign(logger, { isLevelEnabled: (level: LogLevel) => LOG_LEVELS[level] >= threshold });
   };
   return make({});
 }
