@@ -1,9 +1,10 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { RunEventBody } from "../core/events.ts";
-import type { StepRecord } from "../core/records.ts";
+import type { StepRecord, WaitRecord } from "../core/records.ts";
 import type { Io } from "./format.ts";
 import { JournalProgress } from "./journal-progress.ts";
 import { LiveProgress } from "./progress.ts";
+import { waitSubject } from "./waits.ts";
 
 /** An Io that records what it is given: lines as `out:`/`err:` entries, raw writes as they come. */
 function recorder(options: { tty: boolean; raw: boolean }) {
@@ -138,5 +139,16 @@ describe("JournalProgress", () => {
       ["step.end", 20],
     ]);
     expect(journal.read([step([failed, done], "completed")])).toEqual([]);
+  });
+});
+
+describe("a retry wait's subject", () => {
+  const wait = (details: Record<string, unknown>) =>
+    ({ id: "r4.2", kind: "retry", name: "default", details }) as unknown as WaitRecord;
+
+  it("names the kind of the step retried: a model call's is not a tool's; older records say step", () => {
+    expect(waitSubject(wait({ attempt: 2, stepKind: "llm" }))).toBe('of model call "default", attempt 2');
+    expect(waitSubject(wait({ attempt: 2, stepKind: "tool" }))).toBe('of tool "default", attempt 2');
+    expect(waitSubject(wait({ attempt: 2 }))).toBe('of step "default", attempt 2');
   });
 });
