@@ -7,13 +7,13 @@ import type { EnvelopeHost } from "./envelope-host.ts";
  * core/events.ts): what `cairn run` prints as a run goes. Not journaled.
  */
 
-/** Attempt `record` of `step` begins. */
-export function attemptStarted(host: EnvelopeHost, step: StepRecord, record: AttemptRecord): void {
+/** Attempt `record` of `step` begins (its start record is about to be committed, then its call made). */
+export function emitAttemptStart(host: EnvelopeHost, step: StepRecord, record: AttemptRecord): void {
   host.emit({ type: "step.start", seq: step.seq, attempt: record.attempt, kind: step.kind, name: step.name });
 }
 
 /** Attempt `record` of `step` ended (its error, if any, is on the record). */
-export function attemptEnded(host: EnvelopeHost, step: StepRecord, record: AttemptRecord): void {
+export function emitAttemptEnd(host: EnvelopeHost, step: StepRecord, record: AttemptRecord): void {
   const error = record.error?.message;
   host.emit({
     type: "step.end",
@@ -28,7 +28,7 @@ export function attemptEnded(host: EnvelopeHost, step: StepRecord, record: Attem
 }
 
 /** Attempt `record` of `step` failed; the next one begins after `delayMs` (the run paused, or not). */
-export function retryScheduled(
+export function emitRetry(
   host: EnvelopeHost,
   step: StepRecord,
   record: AttemptRecord,

@@ -16,7 +16,7 @@ import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import { Attempt, type StepExecution } from "./step-attempt.ts";
-import { attemptEnded, attemptStarted, retryScheduled } from "./step-events.ts";
+import { emitAttemptEnd, emitAttemptStart, emitRetry } from "./step-events.ts";
 
 /** What {@link executeStep} runs, and how. */
 export interface ExecuteStepOptions<R> {
@@ -106,15 +106,11 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
     if (held) await held;
     if (stop.aborted) throw stop.reason;
     try {
-      attemptStarted(host, step, record);
       const value = await attemptStep(options, record, signal);
-      const result = succeeded(options, record, attemptNo, value);
-      attemptEnded(host, step, record);
-      return result;
+      return succeeded(options, record, attemptNo, value);
     } catch (error) {
       if (stop.aborted) throw stop.reason;
       failedAttempt(step, record, error, host, history);
-      attemptEnded(host, step, record);
       if (effect && !saysNotApplied(error)) {
         // The attempt may have applied the effect: settle that before retrying or failing.
         writer.later(step, false);
@@ -140,7 +136,7 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
           error: record.error?.message,
         },
       );
-      retryScheduled(host, step, record, delay, parks);
+      emitRetry(host, step, record, delay, parks);
       writer.later(step, false);
       if (parks) return retryPause.park(attemptNo + 1, host.now() + delay);
       await host.sleep(delay, signal);
@@ -191,6 +187,7 @@ function startAttempt(
   if (step.effect && step.effect.status !== "intended") {
     step.effect = { ...step.effect, status: "intended", settledBy: undefined, settledAt: undefined };
   }
+  emitAttemptStart(host, step, record);
   return record;
 }
 
@@ -224,6 +221,7 @@ function succeeded<R>(options: ExecuteStepOptions<R>, record: AttemptRecord, att
     };
   }
   options.writer.later(step, true);
+  emitAttemptEnd(host, step, record);
   return result as R;
 }
 
@@ -244,6 +242,7 @@ function failedAttempt(
   if (step.effect && saysNotApplied(error)) {
     step.effect = { ...step.effect, status: "not_applied", settledBy: "attempt", settledAt: record.endedAt };
   }
+  emitAttemptEnd(host, step, record);
 }
 
 /** The wait an error asks for before a retry (`ModelUnavailableError.retryAfterMs`), else 0. */
