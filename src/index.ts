@@ -130,7 +130,15 @@ export {
   WaitTimeoutError,
 } from "./core/errors.ts";
 export type { RunEvent, RunEventBody, RunEventsOptions } from "./core/events.ts";
-export { type Logger, silentLogger } from "./core/logger.ts";
+export {
+  type LegacyLogger,
+  LOG_LEVELS,
+  type LogFields,
+  type LogFn,
+  type Logger,
+  type LogLevel,
+  silentLogger,
+} from "./core/logger.ts";
 export type { McpCallResult, McpServerConfig, McpToolInfo, McpTools } from "./core/mcp-tools.ts";
 export type {
   ChatMessage,
@@ -209,7 +217,7 @@ export {
   type ScriptedTurn,
 } from "./llm/scripted-model.ts";
 export { McpClients } from "./mcp/mcp-clients.ts";
-export { consoleLogger } from "./runtime/console-logger.ts";
+export { type ConsoleLoggerOptions, consoleLogger, createConsoleLogger } from "./runtime/console-logger.ts";
 export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";

@@ -392,17 +392,30 @@ forEachBackend((under) => {
         .filter((e) => e.type !== "transition")
         .map((e) => (e.type === "model.text" ? `text:${e.text}` : e.type));
       expect(kinds).toEqual([
+        "step.start",
         "model.start",
         "text:Partial ",
         "model.end",
+        "step.end",
+        // Said as soon as the attempt failed, before the backoff: the kind is the model call's.
+        "step.retry",
+        "step.start",
         "model.retry",
         "model.start",
         "text:Partial ",
         "text:answer.",
         "model.end",
+        "step.end",
       ]);
       const retry = events.find((e) => e.type === "model.retry");
       expect(retry).toMatchObject({ attempt: 2, error: "connection reset mid-stream" });
+      const stepRetry = events.find((e) => e.type === "step.retry");
+      expect(stepRetry).toMatchObject({ kind: "llm", attempt: 1, paused: false });
+      expect(stepRetry?.type === "step.retry" && stepRetry.error).toContain("connection reset mid-stream");
+      expect(events.filter((e) => e.type === "step.end").map((e) => e.type === "step.end" && e.status)).toEqual([
+        "failed",
+        "completed",
+      ]);
       expect(events.map((e) => e.offset)).toEqual(events.map((_, i) => i));
       expect(events.at(-1)).toMatchObject({ type: "transition", to: "COMPLETED" });
       // A late reader starts where it asks and ends at once: the run has ended.

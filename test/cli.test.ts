@@ -206,7 +206,7 @@ describe("cairn CLI", () => {
       expect(followed.stderr).toBe("");
       expect(followed.code).toBe(0);
       const out = followed.stdout;
-      expect(out).toContain(`following ${id}: its transitions as they are recorded`);
+      expect(out).toContain(`following ${id}: its transitions and step attempts as they are recorded`);
       // Each transition once, in order, whoever recorded it.
       const order = [
         /#2\s+PENDING → RUNNING\s+worker /,
@@ -221,6 +221,15 @@ describe("cairn CLI", () => {
       expect([...order].sort((a, b) => a - b)).toEqual(order);
       expect(out.match(/RUNNING → COMPLETED/g)).toHaveLength(1);
       expect(out).toContain('"summary": "2025-Q1: revenue');
+      // Step attempts, read from the journal whichever worker made them: the first tool's once.
+      expect(out.match(/^ {2}step 1 tool "\w+": attempt 1 completed in /gm)).toHaveLength(1);
+      // The attempt the killed worker left open is closed as cut off, then run again.
+      expect(out).toMatch(
+        /^ {2}step \d+ tool "\w+": attempt 1 failed after .*: the process running this attempt stopped/m,
+      );
+      expect(out.search(/^ {2}step \d+ tool "\w+": attempt 2 completed in /m)).toBeLessThan(
+        out.search(/RUNNING → COMPLETED/),
+      );
     } finally {
       first?.child.kill("SIGKILL");
       follow.child.kill("SIGKILL");

@@ -62,7 +62,10 @@ describe("CairnClient", () => {
 
     expect(await run.result({ timeoutMs: 5000 })).toEqual({ paid: { paid: 12 } });
     await following;
-    expect(events.filter((e) => e !== "step")).toEqual([
+    // The tool's attempt, live from the serving process (the SSE stream passes step.* events on).
+    expect(events.indexOf("step.start")).toBeLessThan(events.indexOf("step.end"));
+    expect(events.indexOf("step.end")).toBeLessThan(events.indexOf("COMPLETED"));
+    expect(events.filter((e) => e !== "step" && !e.startsWith("step."))).toEqual([
       "PENDING",
       "RUNNING",
       "PAUSED",

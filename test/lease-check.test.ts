@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
 import type { RuntimeBackend } from "../src/backend/backend.ts";
-import type { Logger } from "../src/core/logger.ts";
+import type { LegacyLogger } from "../src/core/logger.ts";
 import type { StepRecord } from "../src/core/records.ts";
 import { forEachBackend, intercept } from "./helpers/backends.ts";
 import { deferred, until } from "./helpers/runtime-helpers.ts";
@@ -33,7 +33,7 @@ function ledger(calls: string[], who: string) {
   });
 }
 
-function recordingLogger(lines: string[]): Logger {
+function recordingLogger(lines: string[]): LegacyLogger {
   const log = (message: string) => lines.push(message);
   return { debug: log, info: log, warn: log, error: log };
 }

@@ -10,7 +10,7 @@ import {
   defineTool,
   HistoryLimitError,
   InvalidDefinitionError,
-  type Logger,
+  type LegacyLogger,
   PayloadTooLargeError,
   type RunRecord,
   Runtime,
@@ -255,7 +255,8 @@ forEachBackend((under) => {
     it("refuses a new step past it, counting steps, retries and transitions; continueAsNew goes on", async () => {
       let flaky = 0;
       const warnings: string[] = [];
-      const logger: Logger = { ...silentLogger, warn: (message) => warnings.push(message) };
+      // The legacy shape (`(message, fields)`, no `child`): still accepted, adapted by the runtime.
+      const logger: LegacyLogger = { debug() {}, info() {}, warn: (message) => warnings.push(message), error() {} };
       const agent = defineAgent({
         name: "eventful",
         tools: {

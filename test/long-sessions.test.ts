@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { defineAgent, defineTool, silentLogger } from "../src/index.ts";
+import { defineAgent, defineTool } from "../src/index.ts";
 import { forEachBackend } from "./helpers/backends.ts";
 
 forEachBackend((under) => {
@@ -57,7 +57,7 @@ forEachBackend((under) => {
       const rt = runtimes.make({
         agents: [looping],
         maxSteps: 20,
-        logger: { ...silentLogger, warn: (m: string) => warnings.push(m) },
+        logger: { debug() {}, info() {}, warn: (m: string) => warnings.push(m), error() {} },
       });
       const run = await rt.run(looping, "forever", null);
       const ended = await rt.waitFor(run.id, { timeoutMs: 5000 });

@@ -14,7 +14,6 @@ import {
   ToolFailedError,
   UnknownNameError,
 } from "../src/core/errors.ts";
-import { silentLogger } from "../src/core/logger.ts";
 import type { Json } from "../src/core/records.ts";
 import { ReplayedError } from "../src/core/serialize.ts";
 import { ScriptedModel } from "../src/llm/scripted-model.ts";
@@ -589,7 +588,7 @@ forEachBackend((under) => {
         start: (rt) => rt.run(v1.agent, "go", {}),
       });
       const warnings: string[] = [];
-      const logger = { ...silentLogger, warn: (message: string) => warnings.push(message) };
+      const logger = { debug() {}, info() {}, warn: (message: string) => warnings.push(message), error() {} };
       const v2 = clocked("tool", 2, false);
       const rtB = secondRuntime(backend, v2.agent, { logger });
       const output = await (await rtB.resume(runId)).result();

@@ -1,4 +1,5 @@
 import type { RuntimeBackend } from "../backend/backend.ts";
+import type { Logger } from "../core/logger.ts";
 import type { RunRecord } from "../core/records.ts";
 import { Runtime } from "../runtime/runtime.ts";
 import type { WorkerOptions } from "../worker/worker-options.ts";
@@ -18,8 +19,13 @@ export type RuntimeModule = Pick<AgentModule, "agents" | "config">;
  */
 export type CliWorker = "client" | { ownRuns: readonly string[] } | WorkerOptions;
 
-/** A runtime for one CLI process. */
-export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBackend, worker: CliWorker): Runtime {
+/** A runtime for one CLI process; `logger` from the command's log options (`cliLogger`), else the default. */
+export function cliRuntime(
+  module: RuntimeModule | undefined,
+  backend: RuntimeBackend,
+  worker: CliWorker,
+  logger?: Logger,
+): Runtime {
   const {
     domains,
     models,
@@ -57,6 +63,7 @@ export function cliRuntime(module: RuntimeModule | undefined, backend: RuntimeBa
     ...(maxUnreadSignals !== undefined && { maxUnreadSignals }),
     ...(sandbox && { sandbox }),
     worker: workerOptions,
+    ...(logger && { logger }),
   });
 }
 

@@ -1,4 +1,4 @@
-import type { RunRecord, TransitionRecord } from "../core/records.ts";
+import type { RunRecord, StepRecord, TransitionRecord } from "../core/records.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import type { Database } from "./database.ts";
 import { clock, type Io, json, transitionLine } from "./format.ts";
@@ -21,10 +21,16 @@ export class TransitionPrinter {
   #next = 1;
   readonly #pending = new Map<number, TransitionRecord>();
   #onPrinted: ((transition: TransitionRecord) => void) | undefined;
+  #onSteps: ((steps: StepRecord[]) => void) | undefined;
 
-  constructor(io: Io, options: { onPrinted?: (transition: TransitionRecord) => void } = {}) {
+  /** `onSteps`: given the run's steps at each `catchUp`, before its new transitions are printed. */
+  constructor(
+    io: Io,
+    options: { onPrinted?: (transition: TransitionRecord) => void; onSteps?: (steps: StepRecord[]) => void } = {},
+  ) {
     this.#io = io;
     this.#onPrinted = options.onPrinted;
+    this.#onSteps = options.onSteps;
   }
 
   /** Pass to `runtime.onTransition`. */
@@ -57,7 +63,8 @@ export class TransitionPrinter {
    * the run as the same read found it.
    */
   async catchUp(runtime: Runtime, runId: string): Promise<RunRecord> {
-    const { run, transitions } = await runtime.history(runId);
+    const { run, transitions, steps } = await runtime.history(runId);
+    this.#onSteps?.(steps);
     for (const t of transitions) this.#offer(t);
     return run;
   }

@@ -14,6 +14,10 @@ export const WIDTH = 100;
 export interface Io {
   out(line?: string): void;
   err(line?: string): void;
+  /** Writes `text` to stdout as it is (no newline added): streamed model text, a live status line. */
+  write?(text: string): void;
+  /** Whether stdout is a terminal: live status lines are drawn only then. */
+  readonly isTTY?: boolean;
 }
 
 /**
@@ -21,20 +25,24 @@ export interface Io {
  * command carries on (a run it drives still finishes) and the lines are dropped.
  */
 export const processIo: Io = {
-  out: (line = "") => write(process.stdout, line),
-  err: (line = "") => write(process.stderr, line),
+  out: (line = "") => write(process.stdout, `${line}\n`),
+  err: (line = "") => write(process.stderr, `${line}\n`),
+  write: (text) => write(process.stdout, text),
+  get isTTY() {
+    return process.stdout.isTTY === true;
+  },
 };
 
 const guarded = new WeakSet<NodeJS.WriteStream>();
 
-function write(stream: NodeJS.WriteStream, line: string): void {
+function write(stream: NodeJS.WriteStream, text: string): void {
   if (!guarded.has(stream)) {
     guarded.add(stream);
     stream.on("error", (error: NodeJS.ErrnoException) => {
       if (error.code !== "EPIPE") throw error;
     });
   }
-  if (!stream.destroyed) stream.write(`${line}\n`);
+  if (!stream.destroyed) stream.write(text);
 }
 
 /** `PENDING → RUNNING`, with `·` for the first transition (which comes from nowhere). */

@@ -46,10 +46,16 @@ export function waitSubject(wait: WaitRecord): string {
     case "child":
       return `run ${wait.name}`;
     case "retry": {
-      const { attempt } = fields<{ attempt?: number }>(wait);
-      return `of tool "${wait.name}"${typeof attempt === "number" ? `, attempt ${attempt}` : ""}`;
+      const { attempt, stepKind } = fields<{ attempt?: number; stepKind?: string }>(wait);
+      return `of ${stepKindLabel(stepKind)} "${wait.name}"${typeof attempt === "number" ? `, attempt ${attempt}` : ""}`;
     }
   }
+}
+
+/** What a step of `kind` is called in lines: `model call` for `llm`; `step` when unknown (older records). */
+export function stepKindLabel(kind: string | undefined): string {
+  if (kind === undefined) return "step";
+  return kind === "llm" ? "model call" : kind;
 }
 
 /** `250 ms`, `30s`, `5m`, `1h 30m`, `2d 3h`. */

@@ -49,7 +49,15 @@ export type RemoteEvent =
   | { id: string; type: "step"; data: StepRecord }
   | {
       id: string;
-      type: "model.start" | "model.text" | "model.retry" | "model.end" | "sandbox.output";
+      type:
+        | "step.start"
+        | "step.end"
+        | "step.retry"
+        | "model.start"
+        | "model.text"
+        | "model.retry"
+        | "model.end"
+        | "sandbox.output";
       data: RunEvent;
     }
   | { id: string; type: "end"; data: RunEndData }

@@ -1,9 +1,9 @@
-import type { Actor } from "./records.ts";
+import type { Actor, StepKind } from "./records.ts";
 import type { PausedReason, RunState } from "./run-state.ts";
 
 /**
- * Events of a run's live stream (`runtime.events`): transitions as they are recorded and model
- * output as it streams. Not journaled; see runtime/run-events.ts for the stream itself.
+ * Events of a run's live stream (`runtime.events`): transitions as they are recorded, the
+ * attempts of steps as they start, end and are retried, and model output as it streams. Not journaled; see runtime/run-events.ts for the stream itself.
  */
 
 /** What happened, without the stream's bookkeeping. */
@@ -15,6 +15,37 @@ export type RunEventBody =
       pausedReason: PausedReason | null;
       reason: string;
       actor: Actor;
+    }
+  /**
+   * An attempt of a journaled step (tool, llm, domain, child, sandbox) begins: its start record
+   * is committed and its function is called now. Replayed steps have none.
+   */
+  | { type: "step.start"; seq: number; attempt: number; kind: StepKind; name: string }
+  /** The attempt ended; `error` (cleaned of credentials) when it failed. */
+  | {
+      type: "step.end";
+      seq: number;
+      attempt: number;
+      kind: StepKind;
+      name: string;
+      status: "completed" | "failed";
+      durationMs: number;
+      error?: string;
+    }
+  /**
+   * Attempt `attempt` failed with `error` and attempt `attempt + 1` follows after `delayMs`: in
+   * memory, or with the run paused on a durable timer (`paused`). Sent when the attempt fails,
+   * before the wait.
+   */
+  | {
+      type: "step.retry";
+      seq: number;
+      attempt: number;
+      kind: StepKind;
+      name: string;
+      error: string;
+      delayMs: number;
+      paused: boolean;
     }
   /** An attempt of a model call began. */
   | { type: "model.start"; seq: number; attempt: number; model: string }

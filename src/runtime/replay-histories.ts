@@ -188,6 +188,6 @@ function replayHost(): EnvelopeHost {
     modelTimeoutMs: undefined,
     mcp: undefined,
     emit: () => {},
-    log: (level, message, fields) => silentLogger[level](message, fields),
+    log: (level, message, fields) => silentLogger[level](fields, message),
   };
 }

@@ -80,7 +80,18 @@ export function createEnvelopeHost(options: EnvelopeHostOptions): EnvelopeHost {
     secret: options.secret,
     sandbox: options.sandbox,
     emit: (event) => options.emit(run.id, event),
-    log: (level, message, fields) => logger[level](message, fields),
+    log: hostLog(logger.child({ runId: run.id, ...(run.leaseOwner && { worker: run.leaseOwner }) })),
+  };
+}
+
+/**
+ * `log` of a run's host: lines of the run's logger (bound to its id and worker); a step's number,
+ * given as `seq`, becomes the `step` field; `runId` is bound already.
+ */
+function hostLog(logger: Logger): EnvelopeHost["log"] {
+  return (level, message, fields) => {
+    const { seq, runId: _bound, ...rest } = fields;
+    logger[level](seq === undefined ? rest : { step: seq, ...rest }, message);
   };
 }
 

@@ -17,6 +17,7 @@ import { policyVersions, validatePolicies } from "../core/policies.ts";
 import { priceTable } from "../core/prices.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled } from "../core/run-state.ts";
+import { toLogger } from "../core/safe-logger.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "../core/serialize.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
 import type { Worker } from "../worker/worker.ts";
@@ -74,7 +75,7 @@ export class RuntimeInternals {
       throw new InvalidDefinitionError("new Runtime({ agents: [...] }) needs the list of agents it runs");
     }
     this.options = options;
-    this.logger = options.logger ?? consoleLogger;
+    this.logger = toLogger(options.logger ?? consoleLogger);
     const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
     if (!(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1)) {
       throw new InvalidDefinitionError(
@@ -94,7 +95,7 @@ export class RuntimeInternals {
     const mcp = options.mcp ?? {};
     this.#mcp =
       Object.keys(mcp).length > 0
-        ? new McpClients(mcp, { log: (level, message, fields) => this.logger[level](message, fields) })
+        ? new McpClients(mcp, { log: (level, message, fields) => this.logger[level](fields ?? {}, message) })
         : undefined;
     for (const item of options.agents) {
       const agent = toAgentDefinition(item);
@@ -184,7 +185,7 @@ export class RuntimeInternals {
     this.events.closeAll();
     await this.#mcp
       ?.close()
-      .catch((error: unknown) => this.logger.warn("closing the MCP servers failed", { error: String(error) }));
+      .catch((error: unknown) => this.logger.warn({ error: String(error) }, "closing the MCP servers failed"));
   }
 
   /** The run as stored; throws `RunNotFoundError` when there is none. */
@@ -214,13 +215,16 @@ export class RuntimeInternals {
     // Waiting across processes: a backend's wake-ups end the wait as soon as the run ends.
     await this.readable();
     await this.#subscribe().catch((error: unknown) =>
-      this.logger.warn("wake-ups unavailable; waiting by polling", { error: String(error) }),
+      this.logger.warn({ error: String(error) }, "wake-ups unavailable; waiting by polling"),
     );
     for (;;) {
       // Storage that is down for a while (a database restart) is waited out like a slow run.
       const run = await this.getRun(runId).catch((error: unknown) => {
         if (!(error instanceof StorageError) || Date.now() >= deadline) throw error;
-        this.logger.warn(`waiting for run ${runId}: storage unavailable, trying again`, { error: error.message });
+        this.logger.warn(
+          { runId, error: error.message },
+          `waiting for run ${runId}: storage unavailable, trying again`,
+        );
         return undefined;
       });
       if (run && this.ended(run, options.maxAutoRecoveries)) return run;
@@ -250,7 +254,7 @@ export class RuntimeInternals {
       try {
         listener(transition, run);
       } catch (error) {
-        this.logger.warn("transition listener threw", { error: String(error) });
+        this.logger.warn({ runId: transition.runId, error: String(error) }, "transition listener threw");
       }
     }
     this.#waiters.transition(run);

@@ -5,7 +5,7 @@ import { type Budget, mergeBudgets, validateBudget } from "../core/budget.ts";
 import type { Clock } from "../core/clock.ts";
 import type { DomainProvider } from "../core/domain-provider.ts";
 import { InvalidInputError } from "../core/errors.ts";
-import type { Logger } from "../core/logger.ts";
+import type { LegacyLogger, Logger } from "../core/logger.ts";
 import type { McpServerConfig } from "../core/mcp-tools.ts";
 import type { ModelProvider } from "../core/model-provider.ts";
 import type { Policy } from "../core/policies.ts";
@@ -60,8 +60,16 @@ export interface RuntimeOptions {
   worker?: WorkerOptions | false;
   /** How long `shutdown()` lets runs in flight finish before recording them INTERRUPTED. @default 10000 */
   shutdownGraceMs?: number;
-  /** @default warnings and errors to stderr */
-  logger?: Logger;
+  /**
+   * Where the runtime logs: a pino logger as it is (`logger: pino()`), `createConsoleLogger({ level,
+   * format })`, or any {@link Logger} (pino's shape: `info(fields, message)` and `child(bindings)`).
+   * Every line about a run carries `runId`, `worker` and, about a step, `step` as fields, and is
+   * cleaned of credentials before it reaches the logger. A {@link LegacyLogger} (the old
+   * `(message, fields)` methods, without `child`) is still accepted: it is adapted, the fields
+   * arriving as its second argument.
+   * @default warnings and errors to stderr
+   */
+  logger?: Logger | LegacyLogger;
   /**
    * The time workflows see (`ctx.now`, timers, timeouts, expiries). A virtual clock from
    * `cairn/testing` makes days pass in milliseconds. @default the machine's clock

@@ -300,9 +300,10 @@ export class Runtime {
   }
 
   /**
-   * The run's live events from offset `from` on (DESIGN §8): the transitions this runtime records
-   * and the text its model calls stream, with a `model.retry` event when an attempt failed and
-   * its partial text should be cleared. Ends when the run settles (a terminal state or
+   * The run's live events from offset `from` on (DESIGN §8): the transitions this runtime records,
+   * step attempts as they start and end (`step.start`, `step.end`), a retry as soon as an attempt
+   * failed (`step.retry`: cause, wait), and the text its model calls stream, with a `model.retry`
+   * event when an attempt failed and its partial text should be cleared. Ends when the run settles (a terminal state or
    * NEEDS_RECONCILIATION, also when another process settled it), when `signal` fires, or when
    * the runtime closes. Events are kept in memory (the last 10,000 per run), not journaled: what
    * happened for the record is in `history(runId)`.

@@ -2,7 +2,8 @@ import { randomBytes } from "node:crypto";
 import { OpenAPIHono } from "@hono/zod-openapi";
 import { type AgentLike, toAgentDefinition } from "../agent/decorators.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
-import type { Logger } from "../core/logger.ts";
+import type { LegacyLogger, Logger } from "../core/logger.ts";
+import { toLogger } from "../core/safe-logger.ts";
 import { consoleLogger } from "../runtime/console-logger.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { registerActionHandlers } from "./action-handlers.ts";
@@ -75,8 +76,12 @@ export interface ServerOptions {
   allowedOrigins?: readonly string[];
   /** A folder of static files (the dashboard) served outside /api, with index.html for unknown paths. @default none */
   staticRoot?: string;
-  /** Where unexpected failures are logged. @default warnings and errors to stderr */
-  logger?: Logger;
+  /**
+   * Where unexpected failures are logged: a pino logger, `createConsoleLogger(…)`, or any
+   * {@link Logger}; a {@link LegacyLogger} (`(message, fields)` methods) is still accepted and
+   * adapted. Lines are cleaned of credentials first. @default warnings and errors to stderr
+   */
+  logger?: Logger | LegacyLogger;
   /** How often a run's event stream looks at the run (it also wakes on this process's transitions). @default 250 */
   pollIntervalMs?: number;
   /** How often the all-runs event stream looks for transitions made by other processes. @default 1000 */
@@ -115,7 +120,7 @@ export interface CairnServer {
  * console.log(`listening on ${listening.url}`);
  */
 export function createServer(runtime: Runtime, options: ServerOptions = {}): CairnServer {
-  const logger = options.logger ?? consoleLogger;
+  const logger = toLogger(options.logger ?? consoleLogger);
   const authenticator = new TokenAuthenticator(options.tokens ?? []);
   const bodyLimitBytes = bodyLimitOf(options);
   const localSubject = options.localSubject ?? LOCAL_ADMIN.subject;
@@ -187,7 +192,7 @@ function newApp(logger: Logger): OpenAPIHono<ServerEnv> {
   app.onError((error, c) => {
     const response = sendError(c, error);
     if (response.status === 500) {
-      logger.error(`${c.req.method} ${c.req.path} failed`, { error: error.stack ?? String(error) });
+      logger.error({ error: error.stack ?? String(error) }, `${c.req.method} ${c.req.path} failed`);
     }
     return response;
   });

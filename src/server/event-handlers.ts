@@ -17,7 +17,7 @@ import { encodeEvent, sseResponse, Wakeup } from "./sse.ts";
  * and the stream goes on from now.
  */
 export function registerEventHandlers(app: ServerApp, ctx: ServerContext): void {
-  const onError = (error: unknown) => ctx.logger.warn("an event stream failed", { error: String(error) });
+  const onError = (error: unknown) => ctx.logger.warn({ error: String(error) }, "an event stream failed");
 
   app.openapi(runEventsRoute, async (c) => {
     const { id } = c.req.valid("param");

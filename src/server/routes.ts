@@ -71,7 +71,8 @@ import {
  * POST /api/runs/import <contract>  → 201 { run, created: true } | 200 { run, created: false } (imported before);
  *                                     admin only; 400 CONTRACT_ALTERED names the field, 409 IMPORT_CONFLICT
  * POST /api/runs/:id/move { to? }   → { contract } (keep it: the only copy); the run ends MOVED here; admin only
- * GET  /api/runs/:id/events         (SSE) this run: "transition", "step", "model.start" / "model.text" /
+ * GET  /api/runs/:id/events         (SSE) this run: "transition", "step", "step.start" / "step.end" /
+ *                                     "step.retry", "model.start" / "model.text" /
  *                                     "model.retry" / "model.end", "sandbox.output", then "end" once it
  *                                     settles
  * GET  /api/events                  (SSE) every run: "ready" first, then "transition"
@@ -82,7 +83,8 @@ import {
  * - "transition": TransitionRecord & { state, agent, workflow } (state = the run's new state, `to`).
  * - "step": a StepRecord snapshot each time a step starts, retries or ends (the latest state of
  *   step `seq` replaces any earlier one).
- * - "model.*": the RunEvent of runtime.events, for runs this server's process executes.
+ * - "model.*", "step.start" / "step.end" / "step.retry": the RunEvent of runtime.events, for runs this
+ *   server's process executes.
  * - "end": { runId, state, pausedReason } — the run settled (a terminal state other than
  *   INTERRUPTED, which recovery usually takes up again, or NEEDS_RECONCILIATION) and the stream
  *   closes. Stop reading then (an EventSource would reconnect); after resuming or

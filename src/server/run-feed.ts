@@ -184,9 +184,10 @@ export class RunFeed {
       }
     } catch (error) {
       if (!(error instanceof InvalidInputError)) {
-        this.#logger?.warn("the all-runs event feed could not resume a client; it starts from now", {
-          error: String(error),
-        });
+        this.#logger?.warn(
+          { error: String(error) },
+          "the all-runs event feed could not resume a client; it starts from now",
+        );
       }
     }
     return undefined;
@@ -253,9 +254,7 @@ export class RunFeed {
     const next = this.#queue.then(async () => {
       if (!this.#active) return;
       await work().catch((error: unknown) =>
-        this.#logger?.warn("the all-runs event feed could not read the runs; it tries again", {
-          error: String(error),
-        }),
+        this.#logger?.warn({ error: String(error) }, "the all-runs event feed could not read the runs; it tries again"),
       );
     });
     this.#queue = next;

@@ -80,7 +80,7 @@ export class ClaimLoop {
       this.#state = this.#state === "waiting-poked" ? "querying-took-pokes" : "querying";
       await this.#fill();
     } catch (error) {
-      this.#host.deps.logger.error("claim failed", { error: String(error) });
+      this.#host.deps.logger.error({ error: String(error) }, "claim failed");
       // The pokes it took are not answered: one claim more, as a poke during the queries gets.
       if (this.#state === "querying-took-pokes") this.#state = "querying-poked";
     }
@@ -137,7 +137,10 @@ export class ClaimLoop {
       takeover: { epoch: run.epoch, leaseOwner: run.leaseOwner },
     });
     if (!claimed) return;
-    host.deps.logger.warn(`took over run ${run.id}: worker ${run.leaseOwner} claimed it and is gone`);
+    host.deps.logger.warn(
+      { runId: run.id },
+      `took over run ${run.id}: worker ${run.leaseOwner} claimed it and is gone`,
+    );
     host.drive(claimed);
   }
 }

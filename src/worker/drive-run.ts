@@ -23,7 +23,7 @@ export function driveRun(execution: RunExecution, recorded?: TransitionRecord): 
     const { logger } = execution.scope.deps;
     const runId = execution.runId;
     if (error instanceof LeaseLostError || error instanceof RuntimeClosedError) {
-      logger.warn(`dropped run ${runId}: ${(error as Error).message}`);
+      logger.warn({ runId }, `dropped run ${runId}: ${(error as Error).message}`);
     } else if (error instanceof StorageError) {
       // The store failed under the run (a database restart, a lost connection) and the run
       // could not be handed back (INTERRUPTED not recorded). Not an error of the run: its lease
@@ -31,13 +31,14 @@ export function driveRun(execution: RunExecution, recorded?: TransitionRecord): 
       // run from what was committed. A commit that failed on a lost connection may have
       // committed or not; nothing here depends on which, recovery reads the run's row.
       logger.warn(
+        { runId },
         `dropped run ${runId}: ${firstLine(error.message)}; it resumes from its checkpoints once its lease lapses`,
       );
     } else {
       // Not a crash: the store refused what the run wrote (it would refuse it again), or the
       // run could not be set up (a stored option its code cannot take). Ended visibly, with
       // the error, rather than left RUNNING or looping through recoveries.
-      logger.error(`run ${runId} could not be driven`, { error: serializeError(error) });
+      logger.error({ runId, error: serializeError(error) }, `run ${runId} could not be driven`);
       return failUndrivable(execution, error);
     }
   });

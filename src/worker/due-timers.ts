@@ -41,7 +41,7 @@ export class DueTimers {
       this.cancel();
       if (next !== null) this.arm(next);
     } catch (error) {
-      host.deps.logger.warn("firing due timers failed", { error: String(error) });
+      host.deps.logger.warn({ error: String(error) }, "firing due timers failed");
     }
   }
 

@@ -61,7 +61,7 @@ export async function recordOutcome(execution: RunExecution, outcome: Ended): Pr
 async function recordStopped(execution: RunExecution, reason: unknown): Promise<void> {
   // Lease lost: the run is someone else's. Shutdown: `shutdown()` records INTERRUPTED itself.
   if (reason instanceof LeaseLostError) {
-    execution.scope.deps.logger.warn(`dropped run ${execution.runId}: ${reason.message}`);
+    execution.scope.deps.logger.warn({ runId: execution.runId }, `dropped run ${execution.runId}: ${reason.message}`);
     return;
   }
   if (reason instanceof RuntimeClosedError) return;
@@ -218,11 +218,12 @@ export async function failUndrivable(execution: RunExecution, error: unknown): P
     await write(serialized);
   } catch (again) {
     if (!(again instanceof StorageRejectedError)) {
-      deps.logger.error(`run ${current.id} could not be ended ${to}`, { error: String(again) });
+      deps.logger.error({ runId: current.id, error: String(again) }, `run ${current.id} could not be ended ${to}`);
       return;
     }
     await write({ name: serialized.name, code: serialized.code ?? "STORAGE_REJECTED", message: reason }).catch(
-      (last: unknown) => deps.logger.error(`run ${current.id} could not be ended ${to}`, { error: String(last) }),
+      (last: unknown) =>
+        deps.logger.error({ runId: current.id, error: String(last) }, `run ${current.id} could not be ended ${to}`),
     );
   }
 }

@@ -48,11 +48,11 @@ export class LeaseRenewal {
       });
       for (const execution of held) if (!lost.includes(execution.run.id)) execution.leaseRenewed(sentAt);
       for (const runId of lost) {
-        deps.logger.warn(`lease on run ${runId} lost; another worker owns it now`);
+        deps.logger.warn({ runId }, `lease on run ${runId} lost; another worker owns it now`);
         held.find((execution) => execution.runId === runId)?.leaseLost();
       }
     } catch (error) {
-      deps.logger.warn("lease renewal failed", { error: String(error) });
+      deps.logger.warn({ error: String(error) }, "lease renewal failed");
     }
   }
 }

@@ -63,7 +63,7 @@ export class RecoverySweep {
         await sweepEndedRunSandboxes(sandbox, (id) => host.deps.backend.getRun(id), host.deps.logger);
       }
     } catch (error) {
-      host.deps.logger.warn("recovery sweep failed", { error: String(error) });
+      host.deps.logger.warn({ error: String(error) }, "recovery sweep failed");
     }
   }
 

@@ -117,7 +117,10 @@ export class RunExecution {
         this.applyStop();
       })
       .catch((error: unknown) =>
-        logger.warn(`could not read the stop request of run ${this.runId}`, { error: String(error) }),
+        logger.warn(
+          { runId: this.runId, error: String(error) },
+          `could not read the stop request of run ${this.runId}`,
+        ),
       );
   }
 
@@ -178,7 +181,7 @@ export class RunExecution {
     } catch (error) {
       why = `the renewal failed (${firstLine(error instanceof Error ? error.message : String(error))})`;
     }
-    logger.warn(`lease on run ${run.id} ran low before a step and could not be renewed: ${why}`);
+    logger.warn({ runId: run.id }, `lease on run ${run.id} ran low before a step and could not be renewed: ${why}`);
     this.envelope?.stop(
       new LeaseLostError(
         `worker ${this.scope.workerId} could not renew its lease on run ${run.id} before calling a step: ${why}`,

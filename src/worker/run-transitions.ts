@@ -88,7 +88,7 @@ export async function handBack(deps: WorkerDeps, workerId: string, run: RunRecor
 export function ignoreRace(logger: Logger, error: unknown): void {
   const code = (error as { code?: string }).code;
   if (code === "LEASE_LOST" || code === "ILLEGAL_TRANSITION") return;
-  logger.warn("recovery step failed", { error: String(error) });
+  logger.warn({ error: String(error) }, "recovery step failed");
 }
 
 /** The reason of a claimed run's move to RUNNING, by the state it was claimed in. */

@@ -55,9 +55,10 @@ export async function destroyRunSandboxes(
       await (await place.provider.find(info.label))?.destroy();
     } catch (cause) {
       error = serializeError(cause);
-      logger.warn(`could not destroy sandbox ${info.id} (label "${info.label}") of run ${run.id}`, {
-        error: error.message,
-      });
+      logger.warn(
+        { runId: run.id, sandbox: info.id, error: error.message },
+        `could not destroy sandbox ${info.id} (label "${info.label}") of run ${run.id}`,
+      );
     }
     const endedAt = Date.now();
     const name = labelParts(info.label)?.name ?? info.label;
@@ -105,7 +106,10 @@ export async function sweepEndedRunSandboxes(
     for (const info of infos) {
       await (await place.provider.find(info.label))?.destroy();
       destroyed++;
-      logger.warn(`destroyed sandbox ${info.id} (label "${info.label}"): its run ${runId} is ${run.state}`);
+      logger.warn(
+        { runId, sandbox: info.id },
+        `destroyed sandbox ${info.id} (label "${info.label}"): its run ${runId} is ${run.state}`,
+      );
     }
   }
   return destroyed;

@@ -35,6 +35,8 @@ export class Worker {
   #stopped = true;
 
   constructor(deps: WorkerDeps, options: WorkerOptions = {}) {
+    // Every line the worker logs names it.
+    deps = { ...deps, logger: deps.logger.child({ worker: this.id }) };
     this.#deps = deps;
     this.#settings = workerSettings(options, deps.backend);
     const parts = {
@@ -101,7 +103,7 @@ export class Worker {
     try {
       for (const runId of await this.#deps.backend.listStopRequested(this.id)) this.noticeStop(runId);
     } catch (error) {
-      this.#deps.logger.warn("checking stop requests failed", { error: String(error) });
+      this.#deps.logger.warn({ error: String(error) }, "checking stop requests failed");
     }
   }
 

@@ -26,7 +26,7 @@
  * (`transactionIdleTimeoutMs`; 0: no bound).
  */
 import pg from "pg";
-import { LeaseLostError, type Logger, Runtime, type RuntimeBackend } from "../../src/index.ts";
+import { LeaseLostError, type LegacyLogger, Runtime, type RuntimeBackend } from "../../src/index.ts";
 import { PostgresBackend } from "../../src/postgres.ts";
 import { SqliteBackend } from "../../src/sqlite.ts";
 import { hookQueries } from "../helpers/postgres.ts";
@@ -41,7 +41,7 @@ if (mode !== "renewal" && mode !== "fence" && mode !== "transaction") throw new 
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const describe = (fields?: Record<string, unknown>) => (fields ? ` ${JSON.stringify(fields)}` : "");
-const logger: Logger = {
+const logger: LegacyLogger = {
   debug() {},
   info() {},
   warn: (message, fields) => say(`warn ${message}${describe(fields)}`),

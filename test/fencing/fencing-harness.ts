@@ -3,7 +3,13 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import pg from "pg";
 import { afterEach } from "vitest";
-import { type Logger, type RunRecord, Runtime, type RuntimeBackend, type TransitionRecord } from "../../src/index.ts";
+import {
+  type LegacyLogger,
+  type RunRecord,
+  Runtime,
+  type RuntimeBackend,
+  type TransitionRecord,
+} from "../../src/index.ts";
 import { RECOVERED_PATH } from "../helpers/paths.ts";
 import type { TestDatabase } from "../helpers/postgres.ts";
 import { fencingAgent } from "./fencing-agent.ts";
@@ -138,7 +144,7 @@ export function leaseLapsed(inspector: RuntimeBackend, runId: string): Promise<t
  * long enough not to lapse during the test; what it logs at warn and error goes to `log`.
  */
 export async function startWorkerB(execFile: string, backend: RuntimeBackend, log: string[]): Promise<Runtime> {
-  const logger: Logger = {
+  const logger: LegacyLogger = {
     debug() {},
     info() {},
     warn: (message, fields) => log.push(`warn ${message} ${JSON.stringify(fields ?? {})}`),

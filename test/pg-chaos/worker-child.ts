@@ -16,7 +16,7 @@
  * - `warn …` / `error …`: what the runtime logs at those levels (a server restart makes some).
  */
 import { moneyTransferAgent } from "../../examples/money-transfer/transfer.ts";
-import { type Logger, Runtime } from "../../src/index.ts";
+import { type LegacyLogger, Runtime } from "../../src/index.ts";
 import { PostgresBackend } from "../../src/postgres.ts";
 
 const [url, schema, bankUrl] = process.argv.slice(2);
@@ -27,7 +27,7 @@ if (!url || !schema || !bankUrl) {
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const fields = (f?: Record<string, unknown>) => (f ? ` ${JSON.stringify(f)}` : "");
-const logger: Logger = {
+const logger: LegacyLogger = {
   debug() {},
   info() {},
   warn: (message, f) => say(`warn ${message}${fields(f)}`),

@@ -7,7 +7,7 @@
  * It prints `ready` once the worker has started, and `warn …` / `error …` for what the runtime logs
  * at those levels.
  */
-import { type Logger, Runtime } from "../../src/index.ts";
+import { type LegacyLogger, Runtime } from "../../src/index.ts";
 import { PostgresBackend } from "../../src/postgres.ts";
 import { familyAgent } from "./family-agent.ts";
 
@@ -19,7 +19,7 @@ if (!url || !schema) {
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const fields = (f?: Record<string, unknown>) => (f ? ` ${JSON.stringify(f)}` : "");
-const logger: Logger = {
+const logger: LegacyLogger = {
   debug() {},
   info() {},
   warn: (message, f) => say(`warn ${message}${fields(f)}`),

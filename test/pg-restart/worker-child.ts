@@ -18,7 +18,7 @@
  * It handles no `uncaughtException` or `unhandledRejection` of its own: either ends the process,
  * which the test notices.
  */
-import { type Logger, Runtime } from "../../src/index.ts";
+import { type LegacyLogger, Runtime } from "../../src/index.ts";
 import { PostgresBackend } from "../../src/postgres.ts";
 import { restartAgent } from "./restart-agent.ts";
 
@@ -30,7 +30,7 @@ if (!url || !schema || !executions) {
 
 const say = (line: string) => process.stdout.write(`${line}\n`);
 const fields = (f?: Record<string, unknown>) => (f ? ` ${JSON.stringify(f)}` : "");
-const logger: Logger = {
+const logger: LegacyLogger = {
   debug() {},
   info() {},
   warn: (message, f) => say(`warn ${message}${fields(f)}`),

@@ -11,6 +11,7 @@ import { chooseDatabase, DATABASE_OPTIONS, type Database } from "../database.ts"
 import { printOutcome, TransitionPrinter } from "../follow.ts";
 import { clock, displayPath, type Io } from "../format.ts";
 import { loadAgentModule, pickAgent } from "../load-module.ts";
+import { cliLogger, LOG_DETAILS, LOG_OPTIONS } from "../log-options.ts";
 
 /**
  * `cairn resume`: continues a run whose process died (or that stopped INTERRUPTED) from its
@@ -23,7 +24,8 @@ import { loadAgentModule, pickAgent } from "../load-module.ts";
 export const resumeCommand: Command = {
   name: "resume",
   summary: "resume an interrupted run from its checkpoints and follow it to the end",
-  usage: "cairn resume <runId> [--module <path>] [--db <path> | --database-url <url> [--schema <name>]]",
+  usage:
+    "cairn resume <runId> [--module <path>] [--log-format json|pretty] [--log-level <level>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "--module   the agent module to run it with (default: the one recorded when the run was started)",
     "If a live worker still holds the run's lease, waits for the lease to lapse (once) before giving up.",
@@ -31,9 +33,10 @@ export const resumeCommand: Command = {
     "or a cancelled one (CANCELLING) whose cancel no worker has finished. A PAUSED run is not resumed:",
     "it waits for what it waits for (`cairn show <runId>`), or for `cairn cancel`.",
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
+    ...LOG_DETAILS,
   ],
   positionals: ["runId"],
-  options: { module: { type: "string" }, ...DATABASE_OPTIONS },
+  options: { module: { type: "string" }, ...LOG_OPTIONS, ...DATABASE_OPTIONS },
   async run({ positionals: [runId = ""], values }, io) {
     const database = chooseDatabase(values);
     const stored = await readRun(await database.open({ create: false }), runId, database);
@@ -59,7 +62,12 @@ export const resumeCommand: Command = {
       await client.shutdown();
     }
 
-    const runtime = cliRuntime(module, await database.open({ create: false }), { ownRuns: [runId] });
+    const runtime = cliRuntime(
+      module,
+      await database.open({ create: false }),
+      { ownRuns: [runId] },
+      cliLogger(values, io),
+    );
     runtime.onTransition(printer.listener);
     try {
       await runtime.start({ handleSignals: true });

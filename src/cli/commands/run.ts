@@ -9,6 +9,8 @@ import { chooseDatabase, DATABASE_OPTIONS, type Database } from "../database.ts"
 import { printOutcome, TransitionPrinter } from "../follow.ts";
 import { type Io, truncate, WIDTH } from "../format.ts";
 import { type AgentModule, checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
+import { cliLogger, LOG_DETAILS, LOG_OPTIONS } from "../log-options.ts";
+import { LiveProgress } from "../progress.ts";
 import { pausedLines, waitCommands, waitLine } from "../waits.ts";
 
 /** `cairn run`: starts a run and prints its transitions as they happen, then its result. */
@@ -16,7 +18,7 @@ export const runCommand: Command = {
   name: "run",
   summary: "start a workflow run, print its transitions live, then its result",
   usage:
-    "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--detach] [--db <path> | --database-url <url> [--schema <name>]]",
+    "cairn run <module> <agent> <workflow> [--input <json>] [--key <key>] [--detach] [--quiet] [--log-format json|pretty] [--log-level <level>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "<module>   a .ts or .js file (relative to the current directory) that exports agents",
     "           (defineAgent or @agent) and optionally `runtimeOptions = defineConfig({ domains, models })`",
@@ -27,19 +29,35 @@ export const runCommand: Command = {
     "as they are recorded.",
     "--detach   start the run and exit at once (exit code 0), leaving it PENDING for a `cairn worker`",
     "           on the same database to claim; prints the run id and how to follow it",
+    "Progress: each step attempt as it starts and ends (kind, name, attempt, duration), a retry with its",
+    "cause and the wait before the next attempt, model text as it streams; on a terminal, a running",
+    "step's elapsed time on a live line. Plain lines when stdout is not a terminal.",
+    "--quiet    leave the streamed model text out",
+    ...LOG_DETAILS,
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
   positionals: ["module", "agent", "workflow"],
-  options: { input: { type: "string" }, key: { type: "string" }, detach: { type: "boolean" }, ...DATABASE_OPTIONS },
-  async run({ positionals: [modulePath = "", agentName = "", workflow = ""], values }, io) {
+  options: {
+    input: { type: "string" },
+    key: { type: "string" },
+    detach: { type: "boolean" },
+    quiet: { type: "boolean" },
+    ...LOG_OPTIONS,
+    ...DATABASE_OPTIONS,
+  },
+  async run({ positionals: [modulePath = "", agentName = "", workflow = ""], values }, baseIo) {
     const input = parseInput(values.input as string | undefined);
     const key = values.key as string | undefined;
     const database = chooseDatabase(values);
     const module = await loadAgentModule(modulePath);
     const agent = pickAgent(module, agentName);
     checkWorkflow(agent, workflow);
-    if (values.detach === true) return startDetached({ module, agent, workflow, input, key }, database, io);
-    const runtime = cliRuntime(module, await database.open({ create: true }), { ownRuns: [] });
+    if (values.detach === true) return startDetached({ module, agent, workflow, input, key }, database, baseIo);
+    // Every line goes through the progress printer, so none lands inside streamed text.
+    const progress = new LiveProgress(baseIo, { quiet: values.quiet === true });
+    const io = progress.io;
+    const logger = cliLogger(values, io);
+    const runtime = cliRuntime(module, await database.open({ create: true }), { ownRuns: [] }, logger);
     // Set once the run is started; the printer prints nothing before that.
     let runId = "";
     let last: TransitionRecord | undefined;
@@ -76,6 +94,8 @@ export const runCommand: Command = {
       };
       process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
       printer.follow(handle.id);
+      const watching = new AbortController();
+      const streamed = printEvents(runtime, handle.id, progress, watching.signal);
       // Another process (a `cairn worker` on the same database) may drive the run: print what it
       // records as it goes, not only at the end.
       const catchingUp = setInterval(() => {
@@ -84,12 +104,17 @@ export const runCommand: Command = {
       try {
         const run = await runtime.waitFor(handle.id);
         await printer.catchUp(runtime, handle.id);
+        // The stream ends once the run settled: its last events are printed before the outcome.
+        await Promise.race([streamed, new Promise((resolve) => setTimeout(resolve, STREAM_END_MS).unref())]);
+        progress.close();
         return printOutcome(io, run, database);
       } catch (error) {
         if (stopping) return new Promise<number>(() => {});
         throw error;
       } finally {
         clearInterval(catchingUp);
+        watching.abort();
+        progress.close();
         process.off("SIGINT", onSignal).off("SIGTERM", onSignal);
       }
     } finally {
@@ -97,6 +122,18 @@ export const runCommand: Command = {
     }
   },
 };
+
+/** Prints the run's live events (step attempts, retries, model text) until it settles or `signal` fires. */
+async function printEvents(runtime: Runtime, runId: string, progress: LiveProgress, signal: AbortSignal) {
+  try {
+    for await (const event of runtime.events(runId, { signal })) progress.event(event);
+  } catch {
+    // The runtime closed under the stream (Ctrl-C): the transitions say what happened.
+  }
+}
+
+/** How long the run's last live events are waited for once it settled. */
+const STREAM_END_MS = 1000;
 
 /** What `cairn run` was asked to start. */
 interface RunRequest {

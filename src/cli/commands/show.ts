@@ -24,6 +24,8 @@ import {
   WIDTH,
   wrap,
 } from "../format.ts";
+import { JournalProgress } from "../journal-progress.ts";
+import { LiveProgress } from "../progress.ts";
 import { sandboxLines } from "../sandbox-lines.ts";
 import { dueLabel, inboxLines, openWaitDetails, outcomeLabel, waitKindLabel, waitSubject } from "../waits.ts";
 
@@ -41,8 +43,9 @@ export const showCommand: Command = {
     "Signals kept in the run's inbox (sent before anything waited for them) are counted under the waits.",
     "History and inbox: what the run holds against its limits (maxHistoryBytes, maxHistoryEvents, maxSteps,",
     "maxUnreadSignals; the defaults here: a worker whose runtimeOptions set others applies its own).",
-    "--follow   then print its transitions as they are recorded, whoever records them (a `cairn worker`",
-    "           elsewhere), until the run settles: through pauses and through INTERRUPTED, which a",
+    "--follow   then print its transitions and step attempts (started, ended, failed: the retries) as",
+    "           they are recorded, whoever records them (a `cairn worker` elsewhere), until the run",
+    "           settles: through pauses and through INTERRUPTED, which a",
     "           worker's recovery usually moves on; Ctrl-C stops following and leaves the run as it is.",
     "           Exit code 0 when the run COMPLETED, 1 otherwise.",
   ],
@@ -74,7 +77,8 @@ export const showCommand: Command = {
       for (const line of sandboxLines(isolationOf(run.id, steps))) io.out(line);
       if (values.follow !== true) return 0;
       io.out();
-      const followed = await followRun(io, runtime, { run, shownUpTo: transitions.at(-1)?.id ?? 0 }, database.hint);
+      const shown = { run, shownUpTo: transitions.at(-1)?.id ?? 0, steps };
+      const followed = await followRun(io, runtime, shown, database.hint);
       return printOutcome(io, followed, database);
     } finally {
       await runtime.shutdown();
@@ -92,13 +96,37 @@ const FOLLOW_MS = 250;
 async function followRun(
   io: Io,
   runtime: Runtime,
-  { run: shown, shownUpTo }: { run: RunRecord; shownUpTo: number },
+  { run: shown, shownUpTo, steps }: { run: RunRecord; shownUpTo: number; steps: StepRecord[] },
   hint: string,
 ): Promise<RunRecord> {
   const ended = (r: RunRecord) => isSettled(r.state) && r.state !== "INTERRUPTED";
   if (ended(shown)) return shown;
-  io.out(`following ${shown.id}: its transitions as they are recorded (Ctrl-C stops following, the run goes on)`);
+  io.out(
+    `following ${shown.id}: its transitions and step attempts as they are recorded (Ctrl-C stops following, the run goes on)`,
+  );
+  // Step attempts as the journal records them: the process that drives the run may be another.
+  const progress = new LiveProgress(io);
+  const journal = new JournalProgress(steps);
+  try {
+    return await followTransitions(progress.io, runtime, { run: shown, shownUpTo }, hint, (read) => {
+      for (const { event, startedAt } of journal.read(read)) progress.event(event, startedAt);
+    });
+  } finally {
+    progress.close();
+  }
+}
+
+/** Prints the run's transitions until it ends (see {@link followRun}); `onSteps` gets its steps at each read. */
+async function followTransitions(
+  io: Io,
+  runtime: Runtime,
+  { run: shown, shownUpTo }: { run: RunRecord; shownUpTo: number },
+  hint: string,
+  onSteps: (steps: StepRecord[]) => void,
+): Promise<RunRecord> {
+  const ended = (r: RunRecord) => isSettled(r.state) && r.state !== "INTERRUPTED";
   const printer = new TransitionPrinter(io, {
+    onSteps,
     onPrinted(transition) {
       if (transition.to === "INTERRUPTED") {
         io.out(`  a worker's recovery usually resumes it; else: cairn resume ${shown.id}${hint}  (still following)`);

@@ -5,6 +5,7 @@ import { chooseDatabase, DATABASE_OPTIONS } from "../database.ts";
 import { TransitionPrinter } from "../follow.ts";
 import type { Io } from "../format.ts";
 import { type AgentModule, loadAgentModule, mergeAgentModules } from "../load-module.ts";
+import { cliLogger, LOG_DETAILS, LOG_OPTIONS } from "../log-options.ts";
 
 /** The worker's defaults (see WorkerOptions), for the help text and the ready line. */
 const DEFAULT_CONCURRENCY = 16;
@@ -20,7 +21,8 @@ const SHUTDOWN_GRACE_S = 10;
 export const workerCommand: Command = {
   name: "worker",
   summary: "run a worker process: claim and drive the runs of the modules' agents until stopped",
-  usage: "cairn worker <module> [<module>…] [--database-url <url> [--schema <name>] | --db <path>] [--concurrency <n>]",
+  usage:
+    "cairn worker <module> [<module>…] [--database-url <url> [--schema <name>] | --db <path>] [--concurrency <n>] [--log-format json|pretty] [--log-level <level>]",
   details: [
     "<module>   one or more agent modules (as for `cairn run`); the worker runs their agents only",
     `--concurrency  runs driven at once (default ${DEFAULT_CONCURRENCY})`,
@@ -28,10 +30,11 @@ export const workerCommand: Command = {
     `checkpoints, at most ${DEFAULT_AUTO_RECOVERIES} times each. SIGTERM or SIGINT stops it: runs in flight get`,
     `${SHUTDOWN_GRACE_S}s to finish, then are recorded INTERRUPTED for another worker to resume`,
     "(exit code 143, or 130 for SIGINT).",
+    ...LOG_DETAILS,
   ],
   positionals: ["module"],
   variadic: true,
-  options: { concurrency: { type: "string" }, ...DATABASE_OPTIONS },
+  options: { concurrency: { type: "string" }, ...LOG_OPTIONS, ...DATABASE_OPTIONS },
   async run({ positionals, values }, io) {
     const concurrency = parseConcurrency(values.concurrency as string | undefined);
     const database = chooseDatabase(values);
@@ -42,9 +45,13 @@ export const workerCommand: Command = {
     }
     const merged = mergeAgentModules(modules);
     warnAboutDefaultModel(io, modules, merged.config.models);
-    const runtime = cliRuntime(merged, await database.open({ create: true }), {
-      ...(concurrency !== undefined && { concurrency }),
-    });
+    const logger = cliLogger(values, io);
+    const runtime = cliRuntime(
+      merged,
+      await database.open({ create: true }),
+      { ...(concurrency !== undefined && { concurrency }) },
+      logger,
+    );
     const printer = new TransitionPrinter(io);
     printer.followAll();
     runtime.onTransition(printer.listener);

@@ -79,7 +79,7 @@ export async function runStep<R>(
           // The step is no longer running: it waits on a durable timer, like a wait step.
           parked = true;
           x.leave(seq);
-          return x.waits.park(retryWait(x, seq, name, attempt, dueAt));
+          return x.waits.park(retryWait(x, step, attempt, dueAt));
         },
       },
     });
@@ -115,8 +115,9 @@ function argsSnapshot(
   return kind === "llm" ? redactedSnapshot(snapshot) : snapshot;
 }
 
-/** The durable timer a long retry backoff of step `seq` waits on (the run pauses, awaiting_retry). */
-function retryWait(x: EnvelopeState, seq: number, name: string, attempt: number, dueAt: number): WaitRecord {
+/** The durable timer a long retry backoff of `step` waits on (the run pauses, awaiting_retry). */
+function retryWait(x: EnvelopeState, step: StepRecord, attempt: number, dueAt: number): WaitRecord {
+  const { seq, name } = step;
   return {
     runId: x.run.id,
     id: `r${seq}.${attempt}`,
@@ -124,7 +125,8 @@ function retryWait(x: EnvelopeState, seq: number, name: string, attempt: number,
     kind: "retry",
     name,
     status: "open",
-    details: { attempt },
+    // The kind of the step retried, for listings: a model call's retry is not a tool's.
+    details: { attempt, stepKind: step.kind },
     dueAt,
     resolution: undefined,
     createdAt: x.host.now(),

@@ -16,6 +16,7 @@ import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 import { Attempt, type StepExecution } from "./step-attempt.ts";
+import { emitAttemptEnd, emitAttemptStart, emitRetry } from "./step-events.ts";
 
 /** What {@link executeStep} runs, and how. */
 export interface ExecuteStepOptions<R> {
@@ -135,6 +136,7 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
           error: record.error?.message,
         },
       );
+      emitRetry(host, step, record, delay, parks);
       writer.later(step, false);
       if (parks) return retryPause.park(attemptNo + 1, host.now() + delay);
       await host.sleep(delay, signal);
@@ -185,6 +187,7 @@ function startAttempt(
   if (step.effect && step.effect.status !== "intended") {
     step.effect = { ...step.effect, status: "intended", settledBy: undefined, settledAt: undefined };
   }
+  emitAttemptStart(host, step, record);
   return record;
 }
 
@@ -218,6 +221,7 @@ function succeeded<R>(options: ExecuteStepOptions<R>, record: AttemptRecord, att
     };
   }
   options.writer.later(step, true);
+  emitAttemptEnd(host, step, record);
   return result as R;
 }
 
@@ -238,6 +242,7 @@ function failedAttempt(
   if (step.effect && saysNotApplied(error)) {
     step.effect = { ...step.effect, status: "not_applied", settledBy: "attempt", settledAt: record.endedAt };
   }
+  emitAttemptEnd(host, step, record);
 }
 
 /** The wait an error asks for before a retry (`ModelUnavailableError.retryAfterMs`), else 0. */

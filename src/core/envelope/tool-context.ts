@@ -73,7 +73,7 @@ export class ToolAttemptContext implements ToolContext {
   }
 
   log(message: string, fields?: Record<string, unknown>): void {
-    this.#host.log("info", message, { runId: this.runId, tool: this.tool, ...fields });
+    this.#host.log("info", message, { runId: this.runId, seq: this.#attempt.seq, tool: this.tool, ...fields });
   }
 
   async #callModel(request: GenerateRequest): Promise<ModelResponse> {
