@@ -1,5 +1,6 @@
 import { transform } from "esbuild";
 import { configDefaults, defineConfig, type Plugin } from "vitest/config";
+import { LONG_SUITES } from "./test/long-suites.ts";
 
 /**
  * Vite 8 transforms TypeScript with oxc, which does not lower TC39 standard decorators yet, and
@@ -22,8 +23,9 @@ export default defineConfig({
   plugins: [standardDecorators()],
   test: {
     include: ["src/**/*.test.ts", "test/**/*.test.ts"],
-    // The packed tarball installed from npm (minutes): `npm run test:package`, vitest.package.config.ts.
-    exclude: [...configDefaults.exclude, "test/package-install.test.ts"],
+    // The packed tarball installed from npm (minutes): `npm run test:package`, vitest.package.config.ts;
+    // the end-to-end, chaos and property suites: `npm run test:long` (test/long-suites.ts).
+    exclude: [...configDefaults.exclude, "test/package-install.test.ts", ...LONG_SUITES],
     // No PostgreSQL server given: one embedded server for the whole run (started only when needed).
     globalSetup: ["test/global-postgres.ts"],
     testTimeout: 30_000,
