@@ -24,6 +24,7 @@ import { checkId } from "./client-checks.ts";
 import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
 import type { ForkOperationsHost } from "./fork-operations.ts";
+import { RetentionLoop } from "./prune-operations.ts";
 import type { ResumeOperationsHost } from "./resume-operations.ts";
 import { DEFAULT_CONTRACT_SETTINGS } from "./run-contract-sections.ts";
 import { RunEventHub } from "./run-events.ts";
@@ -68,6 +69,8 @@ export class RuntimeInternals {
   #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
+  /** The worker's background prune (`options.retention`). */
+  readonly #retention: RetentionLoop | undefined;
 
   constructor(options: RuntimeOptions) {
     if (!options || !Array.isArray(options.agents)) {
@@ -124,6 +127,8 @@ export class RuntimeInternals {
         options.worker ?? {},
       );
     }
+    const { retention } = options;
+    this.#retention = retention && this.worker && new RetentionLoop(retention, this.backend, this.clock, this.logger);
   }
 
   /**
@@ -136,6 +141,7 @@ export class RuntimeInternals {
       // A runtime with a worker listens from the start; a client-only one when it first waits.
       if (this.worker) await this.#subscribe();
       this.worker?.start();
+      this.#retention?.start();
       if (handleSignals) {
         const handler = (signal: NodeJS.Signals) => {
           void this.shutdown({ reason: `${signal} received` }).finally(() =>
@@ -172,6 +178,7 @@ export class RuntimeInternals {
     }
     if (this.#started) {
       await this.#started.catch(() => {});
+      await this.#retention?.stop();
       await this.worker?.shutdown(
         options.graceMs ?? this.options.shutdownGraceMs ?? 10_000,
         options.reason ?? "shutdown",
