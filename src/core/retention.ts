@@ -76,9 +76,22 @@ export function pruneStates(states: readonly string[] | undefined): readonly Run
   return states as readonly RunState[];
 }
 
-/** A one-line description of a retention policy, for the run contract and logs. */
-export function describeRetention(policy: RetentionPolicy): string {
-  const states = policy.states && policy.states.length > 0 ? policy.states.join(", ") : DEFAULT_PRUNE_STATES.join(", ");
-  const agent = policy.agent === undefined ? "" : ` of agent ${policy.agent}`;
-  return `runs${agent} that ended ${states} are deleted ${String(policy.olderThan)} after they ended`;
+/**
+ * What retention applies to a run, as its contract says it (`checkpoint.retentionAndDeletion`):
+ * the policy of the exporting runtime (`RuntimeOptions.retention`), or none, and whether the run
+ * falls under it.
+ */
+export function retentionOf(run: { agent: string; state: RunState }, policy: RetentionPolicy | undefined): string {
+  const manual =
+    "`cairn prune --older-than <duration>` (or `runtime.prune`) deletes ended runs with their steps, effects, waits, signals and payloads";
+  if (!policy) return `kept until pruned: this runtime prunes nothing by itself; ${manual}`;
+  const states = policy.states && policy.states.length > 0 ? policy.states : DEFAULT_PRUNE_STATES;
+  const rule = `the runtime's retention deletes runs${policy.agent === undefined ? "" : ` of agent ${policy.agent}`} ${String(policy.olderThan)} after they ended ${states.join(", ")}, with their steps, effects, waits, signals and payloads, checking every ${String(policy.every ?? "1h")}`;
+  if (policy.agent !== undefined && policy.agent !== run.agent)
+    return `kept until pruned: ${rule}; not this run's agent`;
+  if (isTerminal(run.state) && !states.includes(run.state))
+    return `kept until pruned: ${rule}; not a run that ended ${run.state}`;
+  return isTerminal(run.state)
+    ? `${rule}: this run goes ${String(policy.olderThan)} after its last transition (never while its parent or a child is open)`
+    : `${rule}: kept while open, then as the rule says (never while its parent or a child is open)`;
 }

@@ -390,6 +390,7 @@ export class RuntimeInternals {
           leaseMs: worker.leaseMs ?? DEFAULT_CONTRACT_SETTINGS.leaseMs,
           retryPauseThresholdMs: this.options.retryPauseThresholdMs ?? DEFAULT_CONTRACT_SETTINGS.retryPauseThresholdMs,
           modelTimeoutMs: this.options.modelTimeoutMs ?? null,
+          retention: this.options.retention,
         };
       },
     };
