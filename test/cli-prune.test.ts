@@ -20,6 +20,21 @@ describe("cairn prune", () => {
     await backend.importRun(endedImport({ id: ids.failed, state: "FAILED" }));
     await backend.importRun(endedImport({ id: ids.other, run: { agent: "other" } }));
     await backend.importRun(endedImport({ id: ids.recent, endedAt: Date.now() }));
+    const by = { kind: "user" as const, id: "alice" };
+    await backend.forkRun({
+      run: {
+        ...{ id: "fork-1", agent: "report_builder", workflow: "build", key: null, input: {} },
+        ...{
+          versions: { workflow: "wf-1", policy: null, runtime: "0.1.0" },
+          meta: {},
+          actor: by,
+          reason: "fork",
+          at: Date.now(),
+        },
+      },
+      forkedFrom: { runId: ids.done, fromStep: 1, kind: "fork", by, at: Date.now() },
+      steps: [],
+    });
     await backend.close();
 
     const dry = await cairn(["prune", "--older-than", "30d", "--dry-run", "--db", db]);
@@ -52,10 +67,12 @@ describe("cairn prune", () => {
     const check = new SqliteBackend({ path: db });
     await check.init();
     try {
-      expect((await check.listRuns({})).map((r) => r.id)).toEqual([ids.recent]);
+      expect((await check.listRuns({})).map((r) => r.id).sort()).toEqual(["fork-1", ids.recent]);
     } finally {
       await check.close();
     }
+    const shown = await cairn(["show", "fork-1", "--db", db]);
+    expect(shown.stdout).toMatch(new RegExp(`lineage\\s+forked from run ${ids.done} \\(pruned\\) at step 1`));
   }, 60_000);
 
   it("refuses a bad --older-than, an open --state, a missing --older-than with usage errors", async () => {
