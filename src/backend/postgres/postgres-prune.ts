@@ -29,6 +29,12 @@ interface PruneStatements {
    * their steps and journal entries name returned.
    */
   batch: Sql;
+  /**
+   * The blobs of digests $1 locked, in digest order: a writer that stores one of them again holds
+   * its lock until its step commits (`ON CONFLICT … DO UPDATE`), so the check that follows, a
+   * statement of its own, sees that step.
+   */
+  lockBlobs: Sql;
   /** The blobs of digests $1 that no step or journal entry left names. */
   blobs: Sql;
 }
@@ -50,6 +56,7 @@ function pruneStatements(s: string): PruneStatements {
          (SELECT coalesce(array_agg(DISTINCT m[1]), '{}')
             FROM payloads, regexp_matches(payloads.v, 'sha256:([0-9a-f]{64})', 'g') AS m) AS digests`,
     ),
+    lockBlobs: sql(`SELECT digest FROM ${s}.blobs WHERE digest = ANY ($1::text[]) ORDER BY digest FOR UPDATE`),
     blobs: sql(
       `DELETE FROM ${s}.blobs AS b WHERE b.digest = ANY ($1::text[])
          AND NOT EXISTS (SELECT 1 FROM ${s}.journal AS j WHERE strpos(j.steps::text, b.digest) > 0)
@@ -62,8 +69,9 @@ function pruneStatements(s: string): PruneStatements {
 /**
  * `pruneRuns` of `PostgresBackend` (`PruneStore`): one short transaction per batch, which locks
  * only the runs it deletes (`FOR UPDATE … SKIP LOCKED`, never waiting for a worker's transaction),
- * deletes them with their rows in one statement, then the blobs no step left refers to. That
- * check reads every step and journal entry, and only runs when the batch held blobs.
+ * deletes them with their rows in one statement, then locks the blobs they named and deletes those
+ * no step left refers to. That check reads every step and journal entry, and only runs when the
+ * batch held blobs.
  */
 export class PostgresPrune {
   readonly #x: PostgresShared;
@@ -91,7 +99,10 @@ export class PostgresPrune {
     }
     return db.transaction(pool, "pruneRuns", async (client) => {
       const [row] = await db.query<{ ids: string[]; digests: string[] }>(client, this.#s.batch, params);
-      if (row && row.digests.length > 0) await db.query(client, this.#s.blobs, [row.digests]);
+      if (row && row.digests.length > 0) {
+        await db.query(client, this.#s.lockBlobs, [row.digests]);
+        await db.query(client, this.#s.blobs, [row.digests]);
+      }
       return { runIds: row?.ids ?? [] };
     });
   }
