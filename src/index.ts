@@ -23,6 +23,8 @@ export type {
   ClaimStart,
   CreateRunInput,
   Fence,
+  PruneRunsRequest,
+  PruneRunsResult,
   RenewRequest,
   ResolveWaitRequest,
   ResolveWaitResult,
@@ -174,6 +176,12 @@ export type {
   WaitResolution,
 } from "./core/records.ts";
 export { REDACTED } from "./core/redact.ts";
+export {
+  DEFAULT_PRUNE_BATCH_SIZE,
+  DEFAULT_PRUNE_STATES,
+  parseDuration,
+  type RetentionPolicy,
+} from "./core/retention.ts";
 export { DEFAULT_RETRY_POLICY, type RetryPolicy } from "./core/retry-policy.ts";
 export {
   type ContractState,
@@ -222,6 +230,7 @@ export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export type { ImportResult, MoveOptions } from "./runtime/import-operations.ts";
+export type { PruneOptions, PruneResult } from "./runtime/prune-operations.ts";
 export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";

@@ -3,6 +3,7 @@ import type { ForkStore } from "./contract/fork-store.ts";
 import type { ImportStore } from "./contract/import-store.ts";
 import type { JournalStore } from "./contract/journal-store.ts";
 import type { LeaseStore } from "./contract/lease-store.ts";
+import type { PruneStore } from "./contract/prune-store.ts";
 import type { RunStore } from "./contract/run-store.ts";
 import type { SignalStore } from "./contract/signal-store.ts";
 import type { StopStore } from "./contract/stop-store.ts";
@@ -23,6 +24,7 @@ export type {
   LeaseStore,
   RenewRequest,
 } from "./contract/lease-store.ts";
+export type { PruneRunsRequest, PruneRunsResult, PruneStore } from "./contract/prune-store.ts";
 export type { CreateRunInput, CreateRunResult, RunFilter, RunStore } from "./contract/run-store.ts";
 export type { SignalRequest, SignalResult, SignalStore } from "./contract/signal-store.ts";
 export type { StopRunRequest, StopStore } from "./contract/stop-store.ts";
@@ -64,6 +66,7 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | stops | {@link StopStore} | `stops-conformance.ts` |
  * | forks | {@link ForkStore} | `forks-conformance.ts` |
  * | imports | {@link ImportStore} | `imports-conformance.ts` |
+ * | retention | {@link PruneStore} | `prune-conformance.ts` |
  * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
  * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
@@ -83,6 +86,7 @@ export interface RuntimeBackend
     ForkStore,
     WakeUps,
     ImportStore,
+    PruneStore,
     TransitionFeed {
   /** Short name for messages and benchmarks ("memory", "sqlite", ...). */
   readonly name: string;

@@ -13,6 +13,7 @@ import { forkCommand, rerunCommand } from "./commands/fork.ts";
 import { importCommand } from "./commands/import.ts";
 import { initCommand } from "./commands/init.ts";
 import { migrateCommand } from "./commands/migrate.ts";
+import { pruneCommand } from "./commands/prune.ts";
 import { reconcileCommand } from "./commands/reconcile.ts";
 import { replayCommand } from "./commands/replay.ts";
 import { resumeCommand } from "./commands/resume.ts";
@@ -46,6 +47,7 @@ export const COMMANDS: readonly Command[] = [
   acceptCommand,
   rejectCommand,
   costCommand,
+  pruneCommand,
   devCommand,
   serveCommand,
   workerCommand,

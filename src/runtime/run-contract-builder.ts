@@ -9,6 +9,7 @@ import type {
   TransitionRecord,
   WaitRecord,
 } from "../core/records.ts";
+import { retentionOf } from "../core/retention.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
 import {
   type ContractApproval,
@@ -76,7 +77,7 @@ export function buildRunContract(input: RunContractInput): RunContract {
   const body: Omit<RunContract, "contract"> = {
     job: jobOf(run),
     run: runOf(run, transitions, steps, input.children),
-    checkpoint: checkpointOf(transitions, steps, effects, store, run),
+    checkpoint: checkpointOf(transitions, steps, effects, store, run, settings),
     retries: retriesOf(steps, input.agent),
     retryAndTimeout: retryAndTimeoutOf(settings),
     effects,
@@ -179,6 +180,7 @@ function checkpointOf(
   effects: readonly ContractEffect[],
   store: RunContractInput["store"],
   run: RunRecord,
+  settings: ContractSettings,
 ): ContractCheckpoint {
   const last = transitions.at(-1);
   const completed = steps.filter((s) => s.status === "completed");
@@ -195,8 +197,7 @@ function checkpointOf(
       : `effect ${uncertain.join(", ")} of unknown outcome is settled first by its tool's status query, else by an operator's reconcile, never by running it blind`;
   return {
     store: { backend: store.backend, location: store.location ?? null },
-    retentionAndDeletion:
-      "kept until deleted: nothing in Cairn deletes a run, its steps, waits, signals or blobs, whatever state it ended in",
+    retentionAndDeletion: retentionOf(run, settings.retention),
     lastCommittedTransition: last ? { id: last.id, to: last.to, at: iso(last.at) } : null,
     lastCompletedStep: completed.at(-1)?.seq ?? null,
     checkpointedSteps: replayed,

@@ -1,5 +1,6 @@
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { RunRecord, StepRecord } from "../core/records.ts";
+import type { RetentionPolicy } from "../core/retention.ts";
 import type { ContractModelContext, ContractRecoveryRules, ContractRetryAndTimeout } from "../core/run-contract.ts";
 
 /**
@@ -17,6 +18,8 @@ export interface ContractSettings {
   retryPauseThresholdMs: number;
   /** The runtime's own bound on model calls, or null (each model's own then applies). */
   modelTimeoutMs: number | null;
+  /** The runtime's retention (`RuntimeOptions.retention`), when it has one. */
+  retention?: RetentionPolicy | undefined;
 }
 
 /** What a runtime with no options of its own sets (the defaults of `worker-options.ts` and the runtime). */

@@ -25,6 +25,7 @@ import { checkId } from "./client-checks.ts";
 import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
 import type { ForkOperationsHost } from "./fork-operations.ts";
+import { RetentionLoop } from "./prune-operations.ts";
 import type { ResumeOperationsHost } from "./resume-operations.ts";
 import { DEFAULT_CONTRACT_SETTINGS } from "./run-contract-sections.ts";
 import { RunEventHub } from "./run-events.ts";
@@ -69,6 +70,8 @@ export class RuntimeInternals {
   #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
+  /** The worker's background prune (`options.retention`). */
+  readonly #retention: RetentionLoop | undefined;
 
   constructor(options: RuntimeOptions) {
     if (!options || !Array.isArray(options.agents)) {
@@ -125,6 +128,8 @@ export class RuntimeInternals {
         options.worker ?? {},
       );
     }
+    const { retention } = options;
+    this.#retention = retention && this.worker && new RetentionLoop(retention, this.backend, this.clock, this.logger);
   }
 
   /**
@@ -137,6 +142,7 @@ export class RuntimeInternals {
       // A runtime with a worker listens from the start; a client-only one when it first waits.
       if (this.worker) await this.#subscribe();
       this.worker?.start();
+      this.#retention?.start();
       if (handleSignals) {
         const handler = (signal: NodeJS.Signals) => {
           void this.shutdown({ reason: `${signal} received` }).finally(() =>
@@ -173,6 +179,7 @@ export class RuntimeInternals {
     }
     if (this.#started) {
       await this.#started.catch(() => {});
+      await this.#retention?.stop();
       await this.worker?.shutdown(
         options.graceMs ?? this.options.shutdownGraceMs ?? 10_000,
         options.reason ?? "shutdown",
@@ -387,6 +394,7 @@ export class RuntimeInternals {
           leaseMs: worker.leaseMs ?? DEFAULT_CONTRACT_SETTINGS.leaseMs,
           retryPauseThresholdMs: this.options.retryPauseThresholdMs ?? DEFAULT_CONTRACT_SETTINGS.retryPauseThresholdMs,
           modelTimeoutMs: this.options.modelTimeoutMs ?? null,
+          retention: this.options.retention,
         };
       },
     };

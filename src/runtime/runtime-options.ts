@@ -11,6 +11,7 @@ import type { ModelProvider } from "../core/model-provider.ts";
 import type { Policy } from "../core/policies.ts";
 import type { ModelPrice } from "../core/prices.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
+import type { RetentionPolicy } from "../core/retention.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
 import type { JobSpec } from "../core/run-contract.ts";
 import type { RuntimeSandboxOptions } from "../core/sandbox-handle.ts";
@@ -58,6 +59,14 @@ export interface RuntimeOptions {
   mcp?: Record<string, McpServerConfig>;
   /** The in-process worker, or `false` for a client-only runtime that never executes runs. @default {} */
   worker?: WorkerOptions | false;
+  /**
+   * Ended runs this runtime's worker deletes by itself (DESIGN §7, "Retention"), in bounded batches
+   * every `every` (default an hour), stopped on shutdown; also what a run's contract says of its
+   * retention. Needs the worker. @default none: runs are kept until `runtime.prune` or `cairn prune`
+   * @example
+   * retention: { olderThan: "30d", states: ["COMPLETED", "CANCELLED"], every: "6h" }
+   */
+  retention?: RetentionPolicy;
   /** How long `shutdown()` lets runs in flight finish before recording them INTERRUPTED. @default 10000 */
   shutdownGraceMs?: number;
   /**

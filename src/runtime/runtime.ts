@@ -28,6 +28,7 @@ import type { CostFilter, CostReport } from "./cost-report.ts";
 import { type ReconcileOptions, reconcileEffect } from "./effect-operations.ts";
 import { type ForkOptions, type ForkResult, forkRun, type RerunOptions, rerunRun } from "./fork-operations.ts";
 import { type ImportResult, importRunContract, type MoveOptions, moveRunOut } from "./import-operations.ts";
+import { type PruneOptions, type PruneResult, pruneRuns } from "./prune-operations.ts";
 import { type ResumeOptions, resumeRun } from "./resume-operations.ts";
 import { RunHandle } from "./run-handle.ts";
 import type { RunLimits } from "./run-limits.ts";
@@ -143,16 +144,13 @@ export class Runtime {
   }
 
   /**
-   * Waits until the run reaches a terminal state (COMPLETED, FAILED, BLOCKED, INTERRUPTED,
-   * CANCELLED, COMPENSATED) or NEEDS_RECONCILIATION (it waits for an operator) and returns it.
-   * Runs driven by other processes are polled, and woken on when the backend sends wake-ups.
+   * Waits until the run is in a terminal state or NEEDS_RECONCILIATION (it waits for an operator)
+   * and returns it; runs of other processes are polled, and woken on the backend's wake-ups.
    *
    * A crash or a deploy is not an outcome: an INTERRUPTED run that automatic recovery takes up
-   * again (recovered fewer than `maxAutoRecoveries` times: the option here, else this runtime's
-   * worker's, default 3) is waited on like a RUNNING one, until it ends for good. INTERRUPTED is
-   * returned once the bound is used up (a run that crashes its worker every time), with
-   * `maxAutoRecoveries: 0`, and when this runtime shuts down while waiting (its own worker left
-   * the run INTERRUPTED, and nothing here will take it up).
+   * again (recovered fewer than `maxAutoRecoveries` times: this option, else the worker's, default
+   * 3) is waited on like a RUNNING one. INTERRUPTED is returned once the bound is used up, with
+   * `maxAutoRecoveries: 0`, and when this runtime shuts down while waiting.
    */
   waitFor(
     runId: string,
@@ -238,10 +236,9 @@ export class Runtime {
   }
 
   /**
-   * Cancels a run that has not ended. A PENDING run is CANCELLED at once; a PAUSED one is
-   * cancelled by a worker; a running one has its tools' `AbortSignal` fire and ends CANCELLED
-   * after at most the worker's `cancelGraceMs`, with what was in flight recorded. Returns the run
-   * as the request left it (`waitFor` it to see it end).
+   * Cancels a run that has not ended: a PENDING one at once, a PAUSED one by a worker, a running one
+   * after its tools' `AbortSignal` fired and at most `cancelGraceMs`, what was in flight recorded.
+   * Returns the run as the request left it (`waitFor` it to see it end).
    */
   async cancel(runId: string, options: { by?: Actor | string; reason?: string } = {}): Promise<RunRecord> {
     checkAction(runId, options.by, { reason: options.reason });
@@ -270,10 +267,7 @@ export class Runtime {
     return rerunRun(this.#internals.forkOps(), runId, options);
   }
 
-  /**
-   * Fires the durable timers that are due now (the worker does this by itself; a test that moved
-   * a virtual clock may call it to not wait for the worker's next look).
-   */
+  /** Fires the timers due now (the worker does this itself; for a test that moved a virtual clock). */
   async fireDueTimers(): Promise<void> {
     await this.#internals.ready();
     await this.#internals.worker?.fireDue();
@@ -336,7 +330,14 @@ export class Runtime {
     return this.shutdown();
   }
 
-  // ── Run contract, acceptance and cost (contract-operations.ts) ──────────────────────────────
+  /**
+   * Deletes ended runs (`states`, default all but INTERRUPTED) older than `olderThan`, with all they
+   * own, in batches; never an open run or one with an open parent or child (DESIGN §7, "Retention").
+   */
+  async prune(options: PruneOptions): Promise<PruneResult> {
+    await this.#internals.readable();
+    return pruneRuns(this.backend, this.clock, options);
+  }
 
   /**
    * The run's contract: one self-contained record of its job, transitions, checkpoint, retry

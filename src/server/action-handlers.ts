@@ -1,5 +1,6 @@
 import type { Json } from "../core/records.ts";
 import { actorOf } from "./auth.ts";
+import { registerPruneHandler } from "./prune-route.ts";
 import {
   acceptRoute,
   answerRoute,
@@ -31,6 +32,7 @@ export function registerActionHandlers(app: ServerApp, ctx: ServerContext): void
   registerControlHandlers(app, ctx);
   registerVerdictHandlers(app, ctx);
   registerMoveHandlers(app, ctx);
+  registerPruneHandler(app, ctx);
 }
 
 /** Import a run from its contract, and move one out (admin: an import writes a record as given). */

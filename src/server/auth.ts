@@ -244,7 +244,7 @@ export function requires(permission: Permission): MiddlewareHandler<ServerEnv> {
       const granting = ROLES.filter((r) => ROLE_PERMISSIONS[r].includes(permission));
       throw new ApiError(
         "FORBIDDEN",
-        `${principal.subject} (roles: ${principal.roles.join(", ") || "none"}) may not ${permission === "read" ? "read" : permission === "approve" ? "approve or deny" : permission === "administer" ? "import or move runs" : "act on runs"}; this needs one of the roles ${granting.join(", ")}`,
+        `${principal.subject} (roles: ${principal.roles.join(", ") || "none"}) may not ${permission === "read" ? "read" : permission === "approve" ? "approve or deny" : permission === "administer" ? "import, move or prune runs" : "act on runs"}; this needs one of the roles ${granting.join(", ")}`,
         { needs: granting, roles: principal.roles },
       );
     }

@@ -71,6 +71,8 @@ import {
  * POST /api/runs/import <contract>  → 201 { run, created: true } | 200 { run, created: false } (imported before);
  *                                     admin only; 400 CONTRACT_ALTERED names the field, 409 IMPORT_CONFLICT
  * POST /api/runs/:id/move { to? }   → { contract } (keep it: the only copy); the run ends MOVED here; admin only
+ * POST /api/runs/prune { olderThan, states?, agent?, batchSize?, dryRun? } → { pruned, runIds, batches, endedBefore,
+ *                                     dryRun }: ended runs deleted in batches (prune-route.ts); admin only
  * GET  /api/runs/:id/events         (SSE) this run: "transition", "step", "step.start" / "step.end" /
  *                                     "step.retry", "model.start" / "model.text" /
  *                                     "model.retry" / "model.end", "sandbox.output", then "end" once it

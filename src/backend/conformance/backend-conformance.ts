@@ -7,6 +7,7 @@ import { describeForks } from "./forks-conformance.ts";
 import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
+import { describePrune } from "./prune-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
 import { describeSignals } from "./signals-conformance.ts";
 import { describeStops } from "./stops-conformance.ts";
@@ -46,7 +47,7 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
  * listing, exclusive claims and leases, fenced transitions and steps, waits and signals, stop
  * requests, what a run's end does to its waits, its parent, its children and its successor, the
  * sweep of child waits an end left open, effect records on steps (and steps written with a
- * transition), RECONCILING runs, a run's usage and an operator's acceptance, forks and their lineage; and, when it has
+ * transition), RECONCILING runs, a run's usage and an operator's acceptance, forks and their lineage, the pruning of ended runs; and, when it has
  * them, wake-ups and the global transition feed.
  *
  * @example
@@ -97,6 +98,7 @@ export function runBackendConformance<B extends RuntimeBackend>(
     describeUsage(use);
     describeForks(use);
     describeImports(use);
+    describePrune(use);
     if (options.wakeUps) {
       describeWakeUps(use);
     } else {

@@ -12,6 +12,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
+import type { PruneRunsRequest, PruneRunsResult } from "../contract/prune-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
@@ -30,10 +31,11 @@ import { planSignal, signalTarget } from "../rules/signal-rules.ts";
 import { planStop } from "../rules/stop-rules.ts";
 import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 import { MemoryFeed } from "./memory-feed.ts";
+import { pruneMemoryRuns } from "./memory-prune.ts";
 
 /**
- * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
- * process. The default backend when a `Runtime` is given none.
+ * Keeps everything in this process's memory, for tests and quick starts (the default backend when a
+ * `Runtime` is given none): nothing survives the process. A prune leaves holes in its feed.
  */
 export class InMemoryBackend implements RuntimeBackend {
   readonly name = "memory";
@@ -46,7 +48,6 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #waits = new Map<string, Map<string, WaitRecord>>();
   /** Signals by run, then by message id (insertion order = arrival order). */
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
-  /** Every transition in the order it was written (the global feed). */
   readonly #feed = new MemoryFeed();
 
   async init(): Promise<void> {}
@@ -91,6 +92,11 @@ export class InMemoryBackend implements RuntimeBackend {
     const stored = this.#steps.get(run.id) as Map<number, StepRecord>;
     for (const step of planned.steps) stored.set(step.seq, copyStep(step, step.epoch));
     return { run: { ...planned.run }, created: true };
+  }
+
+  async pruneRuns(request: PruneRunsRequest): Promise<PruneRunsResult> {
+    const tables = { runs: this.#runs, keys: this.#keys, transitions: this.#transitions, steps: this.#steps };
+    return pruneMemoryRuns({ ...tables, waits: this.#waits, signals: this.#signals, feed: this.#feed }, request);
   }
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
@@ -366,9 +372,7 @@ export class InMemoryBackend implements RuntimeBackend {
 
   async subscribe(listener: (wake: Wake) => void): Promise<() => Promise<void>> {
     this.#listeners.add(listener);
-    return async () => {
-      this.#listeners.delete(listener);
-    };
+    return async () => void this.#listeners.delete(listener);
   }
 
   /** After the write, like a commit: listeners run on a later tick, never inside the caller's write. */
@@ -386,10 +390,7 @@ export class InMemoryBackend implements RuntimeBackend {
   }
 }
 
-/**
- * A copy of a step stamped with `epoch`, sharing nothing mutable with the original: `effect` is
- * kept only when set, so a step without one loads as it was saved.
- */
+/** A copy of a step stamped with `epoch`, sharing nothing mutable with it (`effect` only when set). */
 function copyStep(step: StepRecord, epoch: number): StepRecord {
   const { effect, ...rest } = step;
   const copy: StepRecord = { ...rest, attempts: step.attempts.map((a) => ({ ...a })), epoch };

@@ -7,24 +7,40 @@ import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/tran
  * The transition feed of `InMemoryBackend` (`TransitionFeed`): every transition in the order it
  * was written (one process, nothing concurrent). A transition's cursor is `<feed>.<its 1-based
  * index>`, `<feed>` naming this backend object, so that a cursor of another one (a process that
- * restarted) is refused rather than read as a position of this one.
+ * restarted) is refused rather than read as a position of this one. A pruned run's transitions
+ * leave holes (`forget`): every later cursor keeps its place.
  */
 export class MemoryFeed {
-  readonly #entries: TransitionRecord[] = [];
+  readonly #entries: (TransitionRecord | undefined)[] = [];
+  /** Where each transition is in `#entries`. */
+  readonly #places = new Map<TransitionRecord, number>();
   readonly #id = randomBytes(4).toString("hex");
 
   /** Appends a transition just written. */
   push(transition: TransitionRecord): void {
-    this.#entries.push(transition);
+    this.#places.set(transition, this.#entries.push(transition) - 1);
+  }
+
+  /** Leaves holes where these transitions (of a pruned run) were. */
+  forget(transitions: readonly TransitionRecord[]): void {
+    for (const transition of transitions) {
+      const place = this.#places.get(transition);
+      if (place !== undefined) this.#entries[place] = undefined;
+      this.#places.delete(transition);
+    }
   }
 
   /** `listTransitionsSince`, with each transition's run found in `runs`. */
   page(request: TransitionFeedRequest, runs: ReadonlyMap<string, RunRecord>): TransitionFeedPage {
     const from = request.after === null ? 0 : this.#index(request.after);
-    const transitions = this.#entries.slice(from, from + Math.max(0, request.limit)).map((transition, i) => {
+    const transitions: TransitionFeedPage["transitions"] = [];
+    let at = from;
+    while (at < this.#entries.length && transitions.length < request.limit) {
+      const transition = this.#entries[at++];
+      if (transition === undefined) continue;
       const run = runs.get(transition.runId) as RunRecord;
-      return { cursor: `${this.#id}.${from + i + 1}`, transition, agent: run.agent, workflow: run.workflow };
-    });
+      transitions.push({ cursor: `${this.#id}.${at}`, transition, agent: run.agent, workflow: run.workflow });
+    }
     return { transitions, cursor: transitions.at(-1)?.cursor ?? `${this.#id}.${from}` };
   }
 

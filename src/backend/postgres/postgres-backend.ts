@@ -10,6 +10,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimedRun, ClaimManyRequest, ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
+import type { PruneRunsRequest, PruneRunsResult } from "../contract/prune-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
@@ -30,6 +31,7 @@ import { listenForWakeUps, wakeChannel } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import { checkOptions, type PostgresBackendOptions } from "./postgres-options.ts";
 import type { PostgresShared } from "./postgres-plans.ts";
+import { PostgresPrune } from "./postgres-prune.ts";
 import { PostgresRuns } from "./postgres-runs.ts";
 import { PostgresSignals } from "./postgres-signals.ts";
 import { statements } from "./postgres-statements.ts";
@@ -84,6 +86,7 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #stops: PostgresStops;
   readonly #feed: PostgresFeed;
   readonly #forks: PostgresForks;
+  readonly #prune: PostgresPrune;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -113,6 +116,7 @@ export class PostgresBackend implements RuntimeBackend {
     this.#stops = new PostgresStops(shared);
     this.#feed = new PostgresFeed(shared);
     this.#forks = new PostgresForks(shared);
+    this.#prune = new PostgresPrune(shared);
   }
 
   /**
@@ -285,5 +289,10 @@ export class PostgresBackend implements RuntimeBackend {
 
   forkRun(request: ForkRunRequest): Promise<ForkRunResult> {
     return this.#forks.forkRun(request);
+  }
+
+  /** See {@link PostgresPrune}: one short transaction per batch, the runs it takes locked with `SKIP LOCKED`. */
+  pruneRuns(request: PruneRunsRequest): Promise<PruneRunsResult> {
+    return this.#prune.pruneRuns(request);
   }
 }

@@ -20,7 +20,7 @@ export function forkStatements(s: string): ForkStatements {
          INSERT INTO ${s}.blobs (digest, text, bytes)
          SELECT b.digest, b.text, b.bytes
          FROM unnest($3::text[], $4::text[], $5::bigint[]) AS b (digest, text, bytes)
-         ON CONFLICT (digest) DO NOTHING
+         ON CONFLICT (digest) DO UPDATE SET bytes = EXCLUDED.bytes
        ), new_entry AS (
          INSERT INTO ${s}.journal (run_id, epoch, steps)
          SELECT $1::text, 0, $2::json WHERE json_array_length($2::json) > 0

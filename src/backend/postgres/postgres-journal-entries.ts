@@ -60,7 +60,8 @@ export function journalWrite(
       return journalStep(encoded.values);
     }),
   }));
-  const blobList = [...blobs.values()];
+  // In digest order: every writer locks the blobs it names in one order (no deadlock between two).
+  const blobList = [...blobs.values()].sort((a, b) => (a.digest < b.digest ? -1 : a.digest > b.digest ? 1 : 0));
   return {
     entries,
     blobs: [blobList.map((b) => b.digest), blobList.map((b) => b.text), blobList.map((b) => b.bytes)],

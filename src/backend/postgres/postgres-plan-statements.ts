@@ -90,7 +90,7 @@ function writePlan(s: string): Sql {
        INSERT INTO ${s}.blobs (digest, text, bytes)
        SELECT b.digest, b.text, b.bytes
        FROM unnest($${entries + 1}::text[], $${entries + 2}::text[], $${entries + 3}::bigint[]) AS b (digest, text, bytes)
-       ON CONFLICT (digest) DO NOTHING
+       ON CONFLICT (digest) DO UPDATE SET bytes = EXCLUDED.bytes
      ), new_entries AS (
        INSERT INTO ${s}.journal (run_id, epoch, steps)
        SELECT x.run_id, x.epoch, x.steps FROM json_to_recordset($${entries}::json) AS x (run_id text, epoch integer, steps json)

@@ -11,6 +11,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
+import type { PruneRunsRequest, PruneRunsResult } from "../contract/prune-store.ts";
 import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
@@ -27,6 +28,7 @@ import { SqliteImports } from "./sqlite-imports.ts";
 import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
+import { SqlitePrune } from "./sqlite-prune.ts";
 import { SqliteRuns } from "./sqlite-runs.ts";
 import { SqliteSignals } from "./sqlite-signals.ts";
 import { prepareStatements } from "./sqlite-statements.ts";
@@ -50,6 +52,7 @@ interface SqliteParts {
   readonly stops: SqliteStops;
   readonly feed: SqliteFeed;
   readonly forks: SqliteForks;
+  readonly prune: SqlitePrune;
   readonly wakeUps: SqliteWakeUps;
 }
 
@@ -106,6 +109,7 @@ export class SqliteBackend implements RuntimeBackend {
         stops: new SqliteStops(connection, s),
         feed: new SqliteFeed(connection, s),
         forks: new SqliteForks(connection, s, this.inlineLimitBytes),
+        prune: new SqlitePrune(connection),
         wakeUps: new SqliteWakeUps(connection.db, connection.bell),
       };
     } catch (error) {
@@ -242,6 +246,10 @@ export class SqliteBackend implements RuntimeBackend {
 
   async latestTransitionCursor(): Promise<string> {
     return this.#open().feed.latestTransitionCursor();
+  }
+
+  async pruneRuns(request: PruneRunsRequest): Promise<PruneRunsResult> {
+    return this.#open().prune.pruneRuns(request);
   }
 
   #open(): SqliteParts {

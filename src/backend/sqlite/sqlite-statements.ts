@@ -130,17 +130,22 @@ export interface TransitionStatements {
   listTransitions: Stmt<[string], TransitionRow>;
   /** The transitions after a feed position, in feed order, at most a number, with their runs' agent and workflow. */
   feedAfter: Stmt<[number, number], FeedRow>;
-  /** The largest feed position, null when there is no transition. */
+  /** The largest feed position given (a pruned transition's too), 0 when none. */
   feedLatest: Stmt<[], number | null>;
 }
+
+/** The largest feed position given so far: held by a transition, or by a pruned one (`feed_floor`). */
+const FEED_LATEST = `max(coalesce((SELECT max(feed_position) FROM transitions), 0),
+  coalesce((SELECT CAST(value AS INTEGER) FROM cairn_meta WHERE key = 'feed_floor'), 0))`;
 
 function transitionStatements(db: Db): TransitionStatements {
   return {
     // The next feed position: every write runs under the write lock, so positions follow commits.
+    // `feed_floor` (cairn_meta) is the largest position a prune deleted: no position is given twice.
     insertTransition: db.prepare(
       `INSERT INTO transitions (run_id, id, at, actor_kind, actor_id, from_state, to_state, paused_reason, reason, versions,
          feed_position)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (SELECT coalesce(max(feed_position), 0) + 1 FROM transitions))`,
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, (${FEED_LATEST}) + 1)`,
     ),
     listTransitions: db.prepare<[string], TransitionRow>("SELECT * FROM transitions WHERE run_id = ? ORDER BY id"),
     feedAfter: db.prepare<[number, number], FeedRow>(
@@ -148,7 +153,7 @@ function transitionStatements(db: Db): TransitionStatements {
        FROM transitions AS t JOIN runs AS r ON r.id = t.run_id
        WHERE t.feed_position > ? ORDER BY t.feed_position LIMIT ?`,
     ),
-    feedLatest: db.prepare<[], number | null>("SELECT max(feed_position) FROM transitions").pluck(),
+    feedLatest: db.prepare<[], number | null>(`SELECT ${FEED_LATEST}`).pluck(),
   };
 }
 

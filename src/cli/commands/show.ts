@@ -57,7 +57,7 @@ export const showCommand: Command = {
     try {
       const { run, transitions, steps, waits } = await runtime.history(runId);
       const signals = await runtime.backend.listSignals(runId);
-      printRun(io, run);
+      printRun(io, run, await prunedRelatives(runtime, run));
       printLimits(io, run, steps, signals, runtime.limits);
       io.out();
       io.out(`transitions (${transitions.length})`);
@@ -186,7 +186,16 @@ function printLimits(io: Io, run: RunRecord, steps: StepRecord[], signals: Signa
   );
 }
 
-function printRun(io: Io, run: RunRecord): void {
+/** The runs this one names (parent, fork source, forks) that are no longer stored: pruned. */
+async function prunedRelatives(runtime: Runtime, run: RunRecord): Promise<Set<string>> {
+  const ids = [run.parentRunId, run.forkedFrom?.runId, ...(run.forks ?? []).map((f) => f.runId)];
+  const named = ids.filter((id): id is string => typeof id === "string");
+  const found = await Promise.all(named.map((id) => runtime.backend.getRun(id)));
+  return new Set(named.filter((_, i) => found[i] === undefined));
+}
+
+function printRun(io: Io, run: RunRecord, pruned: ReadonlySet<string>): void {
+  const gone = (id: string) => (pruned.has(id) ? " (pruned)" : "");
   const now = Date.now();
   io.out(`run ${run.id}  ${run.agent}/${run.workflow}`);
   // Long lines (a long string in the output, say) wrap under themselves, indented two more.
@@ -238,17 +247,23 @@ function printRun(io: Io, run: RunRecord): void {
     field("imported", `from ${where} (contract ${imported.digest})`);
   }
   if (run.parentRunId)
-    field("parent", `run ${run.parentRunId} (if it ends first: ${run.parentClosePolicy ?? "suspend"})`);
+    field(
+      "parent",
+      `run ${run.parentRunId}${gone(run.parentRunId)} (if it ends first: ${run.parentClosePolicy ?? "suspend"})`,
+    );
   const origin = run.forkedFrom;
   if (origin) {
     const what = origin.kind === "rerun" ? "rerun of" : "forked from";
     field(
       "lineage",
-      `${what} run ${origin.runId} at step ${origin.fromStep}, by ${actorLabel(origin.by)} at ${dateTime(origin.at)}`,
+      `${what} run ${origin.runId}${gone(origin.runId)} at step ${origin.fromStep}, by ${actorLabel(origin.by)} at ${dateTime(origin.at)}`,
     );
   }
   for (const [i, fork] of (run.forks ?? []).entries()) {
-    field(i === 0 ? "forks" : "", `run ${fork.runId} (${fork.kind} from step ${fork.fromStep}, ${dateTime(fork.at)})`);
+    field(
+      i === 0 ? "forks" : "",
+      `run ${fork.runId}${gone(fork.runId)} (${fork.kind} from step ${fork.fromStep}, ${dateTime(fork.at)})`,
+    );
   }
   if (run.stopRequest) {
     const stop = run.stopRequest;

@@ -113,7 +113,7 @@ export function moveRuns(s: string): Sql {
        SELECT b.digest, b.text, b.bytes
        FROM unnest($4::text[], $5::text[], $6::bigint[]) AS b (digest, text, bytes)
        WHERE EXISTS (SELECT 1 FROM moved)
-       ON CONFLICT (digest) DO NOTHING
+       ON CONFLICT (digest) DO UPDATE SET bytes = EXCLUDED.bytes
      ), new_entries AS (
        INSERT INTO ${s}.journal (run_id, epoch, steps)
        SELECT m.id, m.epoch, e.steps

@@ -12,7 +12,9 @@ const STEP_COMMIT_LEVEL = `set_config('synchronous_commit', coalesce($3::text, c
 
 /**
  * The step writes' blobs ($5–$7), written only when some run passed the fence; a blob stored
- * already is left as it is.
+ * already keeps its text, and is locked (the no-op update) until this commits, so that a prune
+ * cannot delete it between here and the commit of the step that refers to it (`postgres-prune.ts`).
+ * The blobs come in digest order (`journalWrite`): writers lock them in one order.
  */
 function fencedBlobs(s: string): string {
   return `new_blobs AS (
@@ -20,7 +22,7 @@ function fencedBlobs(s: string): string {
        SELECT b.digest, b.text, b.bytes
        FROM unnest($5::text[], $6::text[], $7::bigint[]) AS b (digest, text, bytes)
        WHERE EXISTS (SELECT 1 FROM fence)
-       ON CONFLICT (digest) DO NOTHING
+       ON CONFLICT (digest) DO UPDATE SET bytes = EXCLUDED.bytes
      )`;
 }
 
