@@ -110,6 +110,15 @@ export const RunSchema = z
     acceptance: z
       .object({ decision: z.enum(["accepted", "rejected"]), by: ActorSchema, note: z.string(), at: epochMs() })
       .optional(),
+    concurrencyKey: z.string().optional().openapi({
+      description: "flow control: at most concurrencyLimit runs with this key hold a lease at once",
+    }),
+    concurrencyLimit: z.number().int().optional(),
+    priority: z
+      .number()
+      .int()
+      .optional()
+      .openapi({ description: "claim order: higher first, one level gained per minute of waiting; absent is 0" }),
     createdAt: epochMs(),
     updatedAt: epochMs(),
   })
@@ -284,6 +293,13 @@ export const StartRunBody = z
       description: "when the run undoes its applied effects; other than the agent's declared mode only for admin",
     }),
     meta: MetaSchema.optional(),
+    concurrencyKey: text("flow control: the run's concurrency key, over the agent's", { max: 1000 }).optional(),
+    concurrencyLimit: z.number().int().min(1).optional().openapi({
+      description: "runs with the key that may hold a lease at once; default the agent's flow.concurrency.limit",
+    }),
+    priority: z.number().int().min(-1000).max(1000).optional().openapi({
+      description: "claim order, higher first; default the agent's, else 0",
+    }),
     job: z
       .strictObject({
         objective: z.string().optional(),

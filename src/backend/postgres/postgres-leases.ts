@@ -84,10 +84,7 @@ export class PostgresLeases {
     const keys = [...new Set(rows.map((row) => row.concurrency_key as string))];
     return db.transaction(db.ready(), "claimRuns", async (client) => {
       await db.query(client, statements.lockKeys, [this.#lockClass, keys]);
-      return db.query<RunRow & { started: boolean }>(client, statements.claimKeyed, [
-        ...params,
-        rows.map((row) => row.id),
-      ]);
+      return db.query<RunRow & { started: boolean }>(client, statements.claimKeyed, [...params, keys]);
     });
   }
 

@@ -244,7 +244,8 @@ ALTER TABLE ${s}.runs
     // A run's concurrency key and limit (NULL: none) and priority. Claims go in claim order, the
     // creation time less the priority in aging intervals of 60 s (PRIORITY_AGING_MS), from an
     // index of the runnable runs on that expression, which replaces runs_runnable. The runs that
-    // hold a slot of a key are counted from an index of the leased keyed runs.
+    // hold a slot of a key are counted from an index of the leased keyed runs, and a key's runnable
+    // runs ranked in claim order from runs_by_concurrency_key.
     sql: (s) => `
 ALTER TABLE ${s}.runs
   ADD COLUMN concurrency_key   TEXT COLLATE "C",
@@ -255,6 +256,8 @@ CREATE INDEX runs_claim_order ON ${s}.runs ((created_at - priority::bigint * 600
   WHERE state IN (${RUNNABLE_LIST_V3});
 CREATE INDEX runs_key_holders ON ${s}.runs (concurrency_key)
   WHERE concurrency_key IS NOT NULL AND lease_owner IS NOT NULL;
+CREATE INDEX runs_by_concurrency_key ON ${s}.runs (concurrency_key, (created_at - priority::bigint * 60000), id)
+  WHERE concurrency_key IS NOT NULL AND state IN (${RUNNABLE_LIST_V3});
 `,
   },
 ];

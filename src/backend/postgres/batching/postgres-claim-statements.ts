@@ -71,30 +71,37 @@ export function claimRuns(s: string): Sql {
 }
 
 /**
- * The claim of keyed runs $10 (deferred by {@link claimRuns}), in a transaction that holds the
- * advisory locks of their keys (`lockKeys`, an earlier statement, so that this statement's
- * snapshot sees every claim of those keys that committed): the runs still claimable are admitted,
- * per key in claim order, while the key's slots held (`holding`) plus those admitted before stay
- * within the run's limit; the others are left PENDING. $1–$9 as in {@link claimRuns}.
+ * The claim of runs with the concurrency keys $10 (those {@link claimRuns} deferred), in a
+ * transaction that holds the advisory locks of the keys (`lockKeys`, an earlier statement, so
+ * that this statement's snapshot sees every claim of those keys that committed). Per key, its
+ * claimable runs are ranked in claim order (index runs_by_concurrency_key, at most $3 each) and
+ * the first ones are admitted while the slots held (`holding`) plus the rank stay within the
+ * run's limit: a run is never claimed before a better one of its key, whichever claimer saw
+ * which. An admitted run another transaction is locking is skipped (claimed by that one, or on
+ * the next claim). $1–$9 as in {@link claimRuns}.
  */
 export function claimKeyed(s: string): Sql {
   return sql(
-    `WITH cand AS (
-       SELECT id, state, agent, last_transition_id, concurrency_key, concurrency_limit, ${CLAIM_ORDER} AS o
-       FROM ${s}.runs AS c
-       WHERE c.id = ANY ($10::text[]) AND ${claimable("c")} AND c.concurrency_key IS NOT NULL
-       LIMIT $3
-       FOR UPDATE SKIP LOCKED
+    `WITH keys AS (
+       SELECT DISTINCT k AS concurrency_key FROM unnest($10::text[]) AS k
      ), held AS (
        SELECT h.concurrency_key, count(*) AS n FROM ${s}.runs AS h
-       WHERE h.concurrency_key IN (SELECT concurrency_key FROM cand) AND ${holding("h", "$1")}
+       WHERE h.concurrency_key IN (SELECT concurrency_key FROM keys) AND ${holding("h", "$1")}
        GROUP BY h.concurrency_key
      ), ranked AS (
-       SELECT cand.*, row_number() OVER (PARTITION BY cand.concurrency_key ORDER BY cand.o, cand.id) AS rn FROM cand
+       SELECT x.* FROM keys CROSS JOIN LATERAL (
+         SELECT c.id, c.concurrency_key, c.concurrency_limit, row_number() OVER (ORDER BY ${CLAIM_ORDER}, c.id) AS rn
+         FROM ${s}.runs AS c
+         WHERE c.concurrency_key = keys.concurrency_key AND ${claimable("c")}
+         ORDER BY ${CLAIM_ORDER}, c.id
+         LIMIT $3
+       ) AS x
      ), picked AS (
-       SELECT x.id, x.state, x.agent, x.last_transition_id, x.concurrency_key
-       FROM ranked AS x LEFT JOIN held USING (concurrency_key)
-       WHERE x.rn + coalesce(held.n, 0) <= x.concurrency_limit
+       SELECT c.id, c.state, c.agent, c.last_transition_id, c.concurrency_key FROM ${s}.runs AS c
+       WHERE c.id IN (SELECT x.id FROM ranked AS x LEFT JOIN held USING (concurrency_key)
+                      WHERE x.rn + coalesce(held.n, 0) <= x.concurrency_limit)
+         AND ${claimable("c")}
+       FOR UPDATE SKIP LOCKED
      ), ${claimTail(s, "true")}
      SELECT * FROM claimed`,
   );
