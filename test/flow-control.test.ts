@@ -1,0 +1,59 @@
+import { describe, expect, it } from "vitest";
+import { defineAgent, InMemoryBackend, Runtime, silentLogger } from "../src/index.ts";
+
+const agent = defineAgent({
+  name: "flow_unit",
+  tools: {},
+  workflows: {
+    async work(_ctx, input: { customer: string }) {
+      return input;
+    },
+    async other(_ctx, input: object) {
+      return input;
+    },
+  },
+  flow: {
+    priority: 2,
+    workflows: {
+      work: { concurrency: { limit: 2, key: (input: { customer: string }) => `customer:${input.customer}` } },
+    },
+  },
+});
+
+describe("runtime.run flow control", () => {
+  it("stores the agent's defaults and the run's own options on the run", async () => {
+    const runtime = new Runtime({
+      agents: [agent],
+      backend: new InMemoryBackend(),
+      logger: silentLogger,
+      worker: false,
+    });
+    await runtime.start();
+    try {
+      const a = await runtime.run("flow_unit", "work", { customer: "c1" });
+      expect(await runtime.getRun(a.id)).toMatchObject({
+        concurrencyKey: "customer:c1",
+        concurrencyLimit: 2,
+        priority: 2,
+      });
+      const b = await runtime.run("flow_unit", "other", {}, { concurrencyKey: "k", concurrencyLimit: 1, priority: -5 });
+      expect(await runtime.getRun(b.id)).toMatchObject({ concurrencyKey: "k", concurrencyLimit: 1, priority: -5 });
+      await expect(runtime.run("flow_unit", "other", {}, { concurrencyKey: "k" })).rejects.toMatchObject({
+        code: "INVALID_INPUT",
+      });
+    } finally {
+      await runtime.shutdown();
+    }
+  });
+
+  it("refuses a definition whose limit cannot work", () => {
+    expect(() =>
+      defineAgent({
+        name: "bad_flow",
+        tools: {},
+        workflows: { async w() {} },
+        flow: { concurrency: { limit: 0 } },
+      }),
+    ).toThrow(/concurrency.limit must be an integer >= 1/);
+  });
+});
