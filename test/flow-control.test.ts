@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { defineAgent, InMemoryBackend, Runtime, silentLogger } from "../src/index.ts";
+import { createServer } from "../src/server/app.ts";
+import { TOKEN_CONFIGS, TOKENS } from "./helpers/server-fixtures.ts";
 
 const agent = defineAgent({
   name: "flow_unit",
@@ -55,5 +57,35 @@ describe("runtime.run flow control", () => {
         flow: { concurrency: { limit: 0 } },
       }),
     ).toThrow(/concurrency.limit must be an integer >= 1/);
+  });
+});
+
+describe("POST /api/runs flow control", () => {
+  it("takes concurrencyKey, concurrencyLimit and priority, and the run record carries them", async () => {
+    const runtime = new Runtime({
+      agents: [agent],
+      backend: new InMemoryBackend(),
+      logger: silentLogger,
+      worker: false,
+    });
+    const app = createServer(runtime, { tokens: TOKEN_CONFIGS, logger: silentLogger });
+    try {
+      const start = async (body: Record<string, unknown>) => {
+        const response = await app.app.request("/api/runs", {
+          method: "POST",
+          headers: { Authorization: `Bearer ${TOKENS.operator}`, "Content-Type": "application/json" },
+          body: JSON.stringify({ agent: "flow_unit", workflow: "other", input: {}, ...body }),
+        });
+        return { status: response.status, body: (await response.json()) as any };
+      };
+      const started = await start({ concurrencyKey: "tenant:t1", concurrencyLimit: 3, priority: 7 });
+      expect(started.status).toBe(201);
+      expect(started.body.run).toMatchObject({ concurrencyKey: "tenant:t1", concurrencyLimit: 3, priority: 7 });
+      expect((await start({ priority: 5000 })).status).toBe(400);
+      expect((await start({ concurrencyKey: "k" })).status).toBe(400);
+    } finally {
+      app.close();
+      await runtime.shutdown({ graceMs: 0 });
+    }
   });
 });

@@ -3,6 +3,7 @@ import { ROLES } from "../api/roles.ts";
 import { PAUSED_REASONS, RUN_STATES } from "../core/run-state.ts";
 import { MAX_TEXT_LENGTH, textProblem } from "../core/text.ts";
 import { RESERVED_META_KEYS, reservedMetaProblem } from "../runtime/runtime-options.ts";
+import { RUN_FLOW_FIELDS, startFlowFields } from "./flow-schemas.ts";
 
 /**
  * The zod schemas of the HTTP API: request bodies, parameters and queries (validated), and the
@@ -110,15 +111,7 @@ export const RunSchema = z
     acceptance: z
       .object({ decision: z.enum(["accepted", "rejected"]), by: ActorSchema, note: z.string(), at: epochMs() })
       .optional(),
-    concurrencyKey: z.string().optional().openapi({
-      description: "flow control: at most concurrencyLimit runs with this key hold a lease at once",
-    }),
-    concurrencyLimit: z.number().int().optional(),
-    priority: z
-      .number()
-      .int()
-      .optional()
-      .openapi({ description: "claim order: higher first, one level gained per minute of waiting; absent is 0" }),
+    ...RUN_FLOW_FIELDS,
     createdAt: epochMs(),
     updatedAt: epochMs(),
   })
@@ -293,13 +286,7 @@ export const StartRunBody = z
       description: "when the run undoes its applied effects; other than the agent's declared mode only for admin",
     }),
     meta: MetaSchema.optional(),
-    concurrencyKey: text("flow control: the run's concurrency key, over the agent's", { max: 1000 }).optional(),
-    concurrencyLimit: z.number().int().min(1).optional().openapi({
-      description: "runs with the key that may hold a lease at once; default the agent's flow.concurrency.limit",
-    }),
-    priority: z.number().int().min(-1000).max(1000).optional().openapi({
-      description: "claim order, higher first; default the agent's, else 0",
-    }),
+    ...startFlowFields(text),
     job: z
       .strictObject({
         objective: z.string().optional(),
