@@ -1,6 +1,11 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { defineAgent, InMemoryBackend, Runtime, silentLogger } from "../src/index.ts";
 import { createServer } from "../src/server/app.ts";
+import { SqliteBackend } from "../src/sqlite.ts";
+import { cairn } from "./helpers/cli.ts";
 import { TOKEN_CONFIGS, TOKENS } from "./helpers/server-fixtures.ts";
 
 const agent = defineAgent({
@@ -88,4 +93,40 @@ describe("POST /api/runs flow control", () => {
       await runtime.shutdown({ graceMs: 0 });
     }
   });
+});
+
+describe("cairn runs / cairn show", () => {
+  it("show a keyed run not yet claimed as waiting for a slot, with its key", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "cairn-flow-cli-"));
+    const db = join(dir, "cairn.db");
+    try {
+      const backend = new SqliteBackend({ path: db });
+      await backend.init();
+      const base = {
+        agent: "flow_unit",
+        workflow: "other",
+        key: null,
+        input: {},
+        versions: { workflow: "1", policy: null, runtime: "0.1.0" },
+        meta: {},
+        actor: { kind: "user" as const, id: "alice" },
+        reason: "started",
+      };
+      const flow = { concurrencyKey: "customer:acme", concurrencyLimit: 1, priority: 3 };
+      await backend.createRun({ ...base, id: "run-held", at: Date.now() - 2, flow });
+      await backend.createRun({ ...base, id: "run-waiting", at: Date.now() - 1, flow });
+      expect((await backend.claimRun({ workerId: "w1", now: Date.now(), leaseMs: 600_000 }))?.id).toBe("run-held");
+      await backend.close();
+      const listed = await cairn(["runs", "--db", db]);
+      expect(listed.code).toBe(0);
+      expect(listed.stdout).toContain('waiting for a slot of key "customer:acme" (limit 1)');
+      expect(listed.stdout.match(/waiting for a slot/g)).toHaveLength(1);
+      const shown = await cairn(["show", "run-waiting", "--db", db]);
+      expect(shown.stdout).toMatch(
+        /flow\s+concurrency key "customer:acme" \(limit 1\), priority 3, waiting for a slot/,
+      );
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 });
