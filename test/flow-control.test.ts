@@ -18,6 +18,10 @@ const agent = defineAgent({
     async other(_ctx, input: object) {
       return input;
     },
+    async again(ctx, input: { round: number }) {
+      if (input.round === 0) await ctx.continueAsNew({ round: 1 });
+      return input;
+    },
   },
   flow: {
     priority: 2,
@@ -48,6 +52,20 @@ describe("runtime.run flow control", () => {
       await expect(runtime.run("flow_unit", "other", {}, { concurrencyKey: "k" })).rejects.toMatchObject({
         code: "INVALID_INPUT",
       });
+    } finally {
+      await runtime.shutdown();
+    }
+  });
+
+  it("a continueAsNew successor keeps the run's key, limit and priority", async () => {
+    const runtime = new Runtime({ agents: [agent], backend: new InMemoryBackend(), logger: silentLogger });
+    await runtime.start();
+    try {
+      const first = await runtime.run("flow_unit", "again", { round: 0 }, { concurrencyKey: "k", concurrencyLimit: 1 });
+      const done = await runtime.waitFor(first.id, { timeoutMs: 10_000 });
+      expect(done.continuedTo).toBeTruthy();
+      const next = await runtime.waitFor(done.continuedTo as string, { timeoutMs: 10_000 });
+      expect(next).toMatchObject({ state: "COMPLETED", concurrencyKey: "k", concurrencyLimit: 1, priority: 2 });
     } finally {
       await runtime.shutdown();
     }

@@ -147,6 +147,17 @@ export function resolveRunFlow(
   return result;
 }
 
+/** The flow-control settings `run` carries (for its `continueAsNew` successor, which keeps them). */
+export function runFlowOf(run: RunRecord): RunFlow {
+  const flow: RunFlow = {};
+  if (run.concurrencyKey !== undefined && run.concurrencyLimit !== undefined) {
+    flow.concurrencyKey = run.concurrencyKey;
+    flow.concurrencyLimit = run.concurrencyLimit;
+  }
+  if (run.priority !== undefined) flow.priority = run.priority;
+  return flow;
+}
+
 /** Runnable states whose lease, while live, holds a slot of the run's key. */
 const CLAIMABLE_HOLDING: ReadonlySet<RunState> = new Set<RunState>([
   "PENDING",
