@@ -13,7 +13,7 @@ export function RunsTable(props: { runs: RunRecord[]; flash: ReadonlySet<string>
             <th>Run</th>
             <th>Agent / workflow</th>
             <th>State</th>
-            <th>Paused reason</th>
+            <th>Paused reason / waiting</th>
             <th>Age</th>
             <th class="num">Cost</th>
             <th>Updated</th>
@@ -26,6 +26,20 @@ export function RunsTable(props: { runs: RunRecord[]; flash: ReadonlySet<string>
         </tbody>
       </table>
     </div>
+  );
+}
+
+/** Runnable states: a keyed run in one, not leased, waits for a slot of its key. */
+const RUNNABLE = new Set(["PENDING", "RESUMING", "CANCELLING", "RECONCILING"]);
+
+/** "waiting for a slot: <key>" for a keyed run not yet claimed (flow control), else undefined. */
+function slotWait(run: RunRecord) {
+  if (run.concurrencyKey === undefined || !RUNNABLE.has(run.state)) return undefined;
+  if (run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > Date.now()) return undefined;
+  return (
+    <span data-testid="run-slot-wait" title={`limit ${run.concurrencyLimit} runs with this key at once`}>
+      waiting for a slot: <span class="mono">{run.concurrencyKey}</span>
+    </span>
   );
 }
 
@@ -62,7 +76,7 @@ function RunRow(props: { run: RunRecord; flash: boolean }) {
           </span>
         )}
       </td>
-      <td>{run.pausedReason ?? <span class="muted">—</span>}</td>
+      <td>{run.pausedReason ?? slotWait(run) ?? <span class="muted">—</span>}</td>
       <td>
         <Age at={run.createdAt} />
       </td>

@@ -11,6 +11,7 @@ import type {
 import { type Budget, validateBudget } from "../core/budget.ts";
 import type { ToolContext, WorkflowContext } from "../core/context.ts";
 import { InvalidDefinitionError } from "../core/errors.ts";
+import { type AgentFlow, validateAgentFlow } from "../core/flow-control.ts";
 import { isInputSchema } from "../core/input-schema.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
 
@@ -83,6 +84,8 @@ export interface AgentSpec<T extends ToolMap, W> {
   workflows: W & Record<string, (ctx: WorkflowContext<T>, input: any) => Promise<unknown>>;
   /** Input schemas of its workflows; see `AgentDefinition.inputs`. @default {} */
   inputs?: WorkflowInputs<W>;
+  /** Concurrency limits and priorities of its runs; see `AgentDefinition.flow`. @default none */
+  flow?: AgentFlow;
 }
 
 /**
@@ -116,6 +119,7 @@ export function defineAgent<
   tools: T;
   workflows: W;
   inputs?: WorkflowInputs<W>;
+  flow?: AgentFlow;
 }): AgentDefinition<T, W, N> {
   return makeAgent(spec) as AgentDefinition<T, W, N>;
 }
@@ -131,6 +135,7 @@ export function makeAgent(spec: {
   tools: ToolMap;
   workflows: Record<string, WorkflowFunction<any>>;
   inputs?: Readonly<Record<string, unknown>> | undefined;
+  flow?: AgentFlow | undefined;
 }): AgentDefinition {
   if (!spec || typeof spec !== "object") throw new InvalidDefinitionError("defineAgent needs an object");
   assertName("agent", spec.name);
@@ -185,6 +190,7 @@ export function makeAgent(spec: {
     }
   }
   const budget = validateBudget(spec.budget ?? {}, `the budget of agent "${spec.name}"`);
+  validateAgentFlow(spec.name, spec.flow, names);
   return Object.freeze({
     kind: "agent" as const,
     name: spec.name,
@@ -196,6 +202,7 @@ export function makeAgent(spec: {
     tools: byName(tools),
     workflows: byName(workflows),
     inputs: byName(inputs) as WorkflowInputs<Record<string, WorkflowFunction>>,
+    ...(spec.flow === undefined ? {} : { flow: spec.flow }),
   });
 }
 

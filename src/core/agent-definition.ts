@@ -1,6 +1,7 @@
 import type { z } from "zod";
 import type { Budget } from "./budget.ts";
 import type { ToolContext, ToolSignature, ToolSignatures, WorkflowContext } from "./context.ts";
+import type { AgentFlow } from "./flow-control.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
 /**
@@ -145,6 +146,12 @@ export interface AgentDefinition<
    * @default {}
    */
   readonly inputs?: WorkflowInputs<W>;
+  /**
+   * Flow control of its runs (DESIGN §7, "Flow control"): a concurrency limit (global, or per key
+   * from the input) and a priority, for the agent and per workflow; a run's own options win.
+   * @default none
+   */
+  readonly flow?: AgentFlow;
 }
 
 /** Zod schemas of some of the workflows `W`, each parsing to what its workflow takes. */

@@ -78,6 +78,15 @@ export interface RunRecord {
   usage: RunUsage | undefined;
   /** An operator's acceptance or rejection of a COMPLETED run: kept apart from its state. */
   acceptance: AcceptanceRecord | undefined;
+  /**
+   * Flow control (`core/flow-control.ts`): at most `concurrencyLimit` runs with this key hold a
+   * lease at once. Absent when the run has no key.
+   */
+  concurrencyKey?: string | undefined;
+  /** The limit of `concurrencyKey`. */
+  concurrencyLimit?: number | undefined;
+  /** Claim order: higher first, aged by waiting (`PRIORITY_AGING_MS`). Absent when 0. */
+  priority?: number | undefined;
   createdAt: number;
   updatedAt: number;
 }

@@ -5,6 +5,7 @@ import { type Budget, mergeBudgets, validateBudget } from "../core/budget.ts";
 import type { Clock } from "../core/clock.ts";
 import type { DomainProvider } from "../core/domain-provider.ts";
 import { InvalidInputError } from "../core/errors.ts";
+import type { RunFlowOptions } from "../core/flow-control.ts";
 import type { LegacyLogger, Logger } from "../core/logger.ts";
 import type { McpServerConfig } from "../core/mcp-tools.ts";
 import type { ModelProvider } from "../core/model-provider.ts";
@@ -155,8 +156,11 @@ export interface RunHistory {
   waits: WaitRecord[];
 }
 
-/** Options of {@link Runtime.run}. */
-export interface StartOptions {
+/**
+ * Options of {@link Runtime.run}. `concurrencyKey` / `concurrencyLimit` / `priority` (flow
+ * control, DESIGN §7) override the agent's `flow` defaults for this run.
+ */
+export interface StartOptions extends RunFlowOptions {
   /** Idempotency key: starting again with the same (agent, workflow, key) returns the existing run. */
   key?: string;
   /**

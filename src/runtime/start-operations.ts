@@ -1,6 +1,7 @@
 import type { RuntimeBackend } from "../backend/backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
 import { UnknownNameError } from "../core/errors.ts";
+import { resolveRunFlow } from "../core/flow-control.ts";
 import { parseWorkflowInput } from "../core/input-schema.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { toJson } from "../core/serialize.ts";
@@ -46,6 +47,7 @@ export async function startRun(
   // each execution parses it again (see `AgentDefinition.inputs`).
   const checked = parseWorkflowInput(agent, workflow, input, "No run was started");
   if (!checked.ok) throw checked.error;
+  const flow = resolveRunFlow(agent.name, workflow, agent.flow, checked.value, options);
   const created = await host.backend.createRun({
     id: newRunId(),
     agent: agent.name,
@@ -57,6 +59,7 @@ export async function startRun(
     actor: options.by ?? { kind: "user", id: "local" },
     reason: options.key ? `started with key "${options.key}"` : "started",
     at: Date.now(),
+    flow,
   });
   if (created.created) {
     host.emit(created.transition, created.run);

@@ -70,6 +70,9 @@ function registerStartHandler(app: ServerApp, ctx: ServerContext): void {
       ...(body.compensate !== undefined && { compensate: body.compensate }),
       ...(body.meta !== undefined && { meta: body.meta as Record<string, Json> }),
       ...(body.job !== undefined && { job: stripUndefined(body.job) }),
+      ...(body.concurrencyKey !== undefined && { concurrencyKey: body.concurrencyKey }),
+      ...(body.concurrencyLimit !== undefined && { concurrencyLimit: body.concurrencyLimit }),
+      ...(body.priority !== undefined && { priority: body.priority }),
       ...(module !== undefined && { module }),
     });
     const run = await runtime.getRun(handle.id);

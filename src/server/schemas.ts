@@ -2,6 +2,7 @@ import { z } from "@hono/zod-openapi";
 import { PAUSED_REASONS, RUN_STATES } from "../core/run-state.ts";
 import { MAX_TEXT_LENGTH, textProblem } from "../core/text.ts";
 import { RESERVED_META_KEYS, reservedMetaProblem } from "../runtime/runtime-options.ts";
+import { RUN_FLOW_FIELDS, startFlowFields } from "./flow-schemas.ts";
 
 /**
  * The zod schemas of the HTTP API: request bodies, parameters and queries (validated), and the
@@ -109,6 +110,7 @@ export const RunSchema = z
     acceptance: z
       .object({ decision: z.enum(["accepted", "rejected"]), by: ActorSchema, note: z.string(), at: epochMs() })
       .optional(),
+    ...RUN_FLOW_FIELDS,
     createdAt: epochMs(),
     updatedAt: epochMs(),
   })
@@ -283,6 +285,7 @@ export const StartRunBody = z
       description: "when the run undoes its applied effects; other than the agent's declared mode only for admin",
     }),
     meta: MetaSchema.optional(),
+    ...startFlowFields(text),
     job: z
       .strictObject({
         objective: z.string().optional(),

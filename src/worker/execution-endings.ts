@@ -2,6 +2,7 @@ import type { AgentDefinition } from "../core/agent-definition.ts";
 import type { EnvelopeOutcome, InFlightStep } from "../core/envelope/envelope-outcome.ts";
 import type { WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
 import { LeaseLostError, RuntimeClosedError, type SerializedError, StorageRejectedError } from "../core/errors.ts";
+import { runFlowOf } from "../core/flow-control.ts";
 import type { Json, StopRequest } from "../core/records.ts";
 import { OWNED_STATES } from "../core/run-state.ts";
 import { serializeError, storableError } from "../core/serialize.ts";
@@ -102,6 +103,8 @@ async function continueAsNew(execution: RunExecution, input: Json): Promise<void
       at: Date.now(),
       parentRunId: run.parentRunId,
       parentClosePolicy: run.parentClosePolicy,
+      // Its key, limit and priority: the run it continues gives its slot back in this transaction.
+      flow: runFlowOf(run),
     },
   });
   execution.scope.poke();

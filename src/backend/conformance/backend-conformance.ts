@@ -3,6 +3,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import { describeChildWaitSweep } from "./child-wait-sweep-conformance.ts";
 import { describeEffects } from "./effects-conformance.ts";
 import { describeEndings } from "./endings-conformance.ts";
+import { describeFlowControl } from "./flow-conformance.ts";
 import { describeForks } from "./forks-conformance.ts";
 import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
@@ -86,6 +87,7 @@ export function runBackendConformance<B extends RuntimeBackend>(
 
     describeRuns(use);
     describeLeases(use);
+    describeFlowControl(use);
     describeTransitions(use);
     describeJournal(use);
     describeWaits(use);

@@ -1,3 +1,4 @@
+import type { RunFlow } from "../../core/flow-control.ts";
 import type {
   AcceptanceRecord,
   Actor,
@@ -54,6 +55,8 @@ export interface CreateRunInput {
   parentRunId?: string | null;
   /** @default "suspend" for a child run, null otherwise */
   parentClosePolicy?: ParentClosePolicy | null;
+  /** Flow control (`core/flow-control.ts`): the run's concurrency key, its limit and priority. */
+  flow?: RunFlow;
 }
 
 /** Filter of `listRuns`. */

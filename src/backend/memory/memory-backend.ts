@@ -24,7 +24,7 @@ import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
 import { planFork } from "../rules/fork-rules.ts";
 import { planImport } from "../rules/import-rules.ts";
-import { claimed, isClaimable } from "../rules/lease-rules.ts";
+import { claimed, nextClaim } from "../rules/lease-rules.ts";
 import { hasEnded, type Plan } from "../rules/plan.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import { planSignal, signalTarget } from "../rules/signal-rules.ts";
@@ -120,19 +120,11 @@ export class InMemoryBackend implements RuntimeBackend {
   }
 
   async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {
-    // Map order is insertion order: oldest run first, as the contract asks.
-    const candidates = request.runId === undefined ? this.#runs.values() : [this.#runs.get(request.runId)];
-    for (const run of candidates) {
-      if (
-        run &&
-        isClaimable(run, request.now, request.agents, request.runId === undefined ? undefined : request.takeover)
-      ) {
-        const next = claimed(run, request.workerId, request.now, request.leaseMs);
-        this.#runs.set(run.id, next);
-        return { ...next };
-      }
-    }
-    return undefined;
+    const run = nextClaim([...this.#runs.values()], request);
+    if (!run) return undefined;
+    const next = claimed(run, request.workerId, request.now, request.leaseMs);
+    this.#runs.set(run.id, next);
+    return { ...next };
   }
 
   async renewLeases(request: RenewRequest): Promise<string[]> {

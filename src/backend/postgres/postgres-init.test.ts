@@ -132,7 +132,7 @@ describe("PostgresBackend", () => {
         const plan = async (text: string, values: unknown[]) =>
           (await client.query(`EXPLAIN ${text}`, values)).rows.map((r) => r["QUERY PLAN"]).join("\n");
         const s = statements(backend.schema);
-        expect(await plan(s.claimNext.text, [T0, null])).toContain("runs_runnable");
+        expect(await plan(s.claimNext.text, [T0, null])).toContain("runs_claim_order");
         expect(await plan(s.listStopRequested.text, ["w1"])).toContain("runs_stop_requested");
         expect(await plan(s.nextDueAt.text, [])).toContain("waits_due");
         expect(await plan(s.pickDue.text, [T0, 10])).toContain("waits_due");

@@ -238,6 +238,28 @@ ALTER TABLE ${s}.runs
   ADD COLUMN forks       JSON;
 `,
   },
+  {
+    version: 8,
+    name: "flow control: concurrency keys and priorities",
+    // A run's concurrency key and limit (NULL: none) and priority. Claims go in claim order, the
+    // creation time less the priority in aging intervals of 60 s (PRIORITY_AGING_MS), from an
+    // index of the runnable runs on that expression, which replaces runs_runnable. The runs that
+    // hold a slot of a key are counted from an index of the leased keyed runs, and a key's runnable
+    // runs ranked in claim order from runs_by_concurrency_key.
+    sql: (s) => `
+ALTER TABLE ${s}.runs
+  ADD COLUMN concurrency_key   TEXT COLLATE "C",
+  ADD COLUMN concurrency_limit INTEGER,
+  ADD COLUMN priority          INTEGER NOT NULL DEFAULT 0;
+DROP INDEX ${s}.runs_runnable;
+CREATE INDEX runs_claim_order ON ${s}.runs ((created_at - priority::bigint * 60000), id)
+  WHERE state IN (${RUNNABLE_LIST_V3});
+CREATE INDEX runs_key_holders ON ${s}.runs (concurrency_key)
+  WHERE concurrency_key IS NOT NULL AND lease_owner IS NOT NULL;
+CREATE INDEX runs_by_concurrency_key ON ${s}.runs (concurrency_key, (created_at - priority::bigint * 60000), id)
+  WHERE concurrency_key IS NOT NULL AND state IN (${RUNNABLE_LIST_V3});
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

@@ -37,6 +37,9 @@ export const RUN_TYPES: Record<(typeof RUN_COLUMNS)[number], ColumnType> = {
   acceptance: "json",
   forked_from: "json",
   forks: "json",
+  concurrency_key: "text",
+  concurrency_limit: "integer",
+  priority: "integer",
   created_at: "bigint",
   updated_at: "bigint",
 };

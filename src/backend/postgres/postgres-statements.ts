@@ -1,4 +1,4 @@
-import { claimRuns } from "./batching/postgres-claim-statements.ts";
+import { claimKeyed, claimRuns } from "./batching/postgres-claim-statements.ts";
 import { moveRuns } from "./batching/postgres-move-statements.ts";
 import { saveStepBatch, saveSteps } from "./batching/postgres-step-statements.ts";
 import { type ForkStatements, forkStatements } from "./postgres-fork-statements.ts";
@@ -47,6 +47,8 @@ export type Statements = RunStatements &
 export interface BatchStatements {
   /** {@link claimRuns}. */
   claimRuns: Sql;
+  /** {@link claimKeyed}. */
+  claimKeyed: Sql;
   /** {@link moveRuns}. */
   moveRuns: Sql;
   /**
@@ -74,6 +76,7 @@ export function statements(schema: string): Statements {
     ...planStatements(s),
     ...forkStatements(s),
     claimRuns: claimRuns(s),
+    claimKeyed: claimKeyed(s),
     moveRuns: moveRuns(s),
     saveStepBatch: saveStepBatch(s),
     saveSteps: saveSteps(s),

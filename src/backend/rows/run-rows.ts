@@ -40,6 +40,9 @@ export interface RunRow {
   acceptance: string | null;
   forked_from: string | null;
   forks: string | null;
+  concurrency_key: string | null;
+  concurrency_limit: number | null;
+  priority: number;
   created_at: number;
   updated_at: number;
 }
@@ -73,6 +76,10 @@ export function rowToRun(row: RunRow): RunRecord {
     // Left out when absent, as a run made by `createRun` has them.
     ...(row.forked_from === null ? {} : { forkedFrom: JSON.parse(row.forked_from) as ForkOrigin }),
     ...(row.forks === null ? {} : { forks: JSON.parse(row.forks) as ForkRef[] }),
+    ...(row.concurrency_key === null
+      ? {}
+      : { concurrencyKey: row.concurrency_key, concurrencyLimit: Number(row.concurrency_limit) }),
+    ...(Number(row.priority) === 0 ? {} : { priority: Number(row.priority) }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -108,6 +115,9 @@ export const RUN_COLUMNS = [
   "acceptance",
   "forked_from",
   "forks",
+  "concurrency_key",
+  "concurrency_limit",
+  "priority",
   "created_at",
   "updated_at",
 ] as const;
@@ -147,6 +157,9 @@ export function runValues(run: RunRecord, before?: RunRecord): unknown[] {
     kept("acceptance") ? undefined : encode(run.acceptance),
     kept("forkedFrom") ? undefined : encode(run.forkedFrom),
     kept("forks") ? undefined : encode(run.forks),
+    run.concurrencyKey ?? null,
+    run.concurrencyKey === undefined ? null : (run.concurrencyLimit ?? null),
+    run.priority ?? 0,
     run.createdAt,
     run.updatedAt,
   ];

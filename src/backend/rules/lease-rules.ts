@@ -1,5 +1,7 @@
+import { claimOrder, holdsSlot } from "../../core/flow-control.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { RunState } from "../../core/run-state.ts";
+import type { ClaimRequest } from "../contract/lease-store.ts";
 
 /** The rules of a claim, shared by every backend. */
 
@@ -37,4 +39,35 @@ export function isClaimable(
 /** The run after a claim by `workerId`. */
 export function claimed(run: RunRecord, workerId: string, now: number, leaseMs: number): RunRecord {
   return { ...run, epoch: run.epoch + 1, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, updatedAt: now };
+}
+
+/**
+ * Whether `run`'s concurrency key has a free slot at `now` among `runs` (every run of the
+ * backend): fewer than its limit of the other runs with the key hold a slot (`holdsSlot`).
+ */
+export function hasFreeSlot(run: RunRecord, runs: Iterable<RunRecord>, now: number): boolean {
+  if (run.concurrencyKey === undefined) return true;
+  let held = 0;
+  for (const other of runs) {
+    if (other.id !== run.id && other.concurrencyKey === run.concurrencyKey && holdsSlot(other, now)) held++;
+  }
+  return held < (run.concurrencyLimit ?? 1);
+}
+
+/**
+ * The run a claim of `request` takes among `runs` (every run of the backend), as every backend
+ * picks it: the claimable runs ({@link isClaimable}) whose key has a free slot, in claim order
+ * (effective priority, then age, then id: `claimOrder`).
+ */
+export function nextClaim(runs: readonly RunRecord[], request: ClaimRequest): RunRecord | undefined {
+  if (request.runId !== undefined) {
+    const run = runs.find((r) => r.id === request.runId);
+    return run && isClaimable(run, request.now, request.agents, request.takeover) && hasFreeSlot(run, runs, request.now)
+      ? run
+      : undefined;
+  }
+  const candidates = runs
+    .filter((r) => isClaimable(r, request.now, request.agents))
+    .sort((a, b) => claimOrder(a) - claimOrder(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return candidates.find((run) => hasFreeSlot(run, runs, request.now));
 }

@@ -31,6 +31,10 @@ export function pendingRun(input: CreateRunInput): { run: RunRecord; transition:
     continuedTo: null,
     usage: undefined,
     acceptance: undefined,
+    ...(input.flow?.concurrencyKey === undefined
+      ? {}
+      : { concurrencyKey: input.flow.concurrencyKey, concurrencyLimit: input.flow.concurrencyLimit }),
+    ...(input.flow?.priority ? { priority: input.flow.priority } : {}),
     createdAt: input.at,
     updatedAt: input.at,
   };

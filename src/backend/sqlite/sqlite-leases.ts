@@ -21,11 +21,17 @@ export class SqliteLeases {
     this.#claim = connection.db.transaction((request: ClaimRequest): RunRecord | undefined => {
       const agents = request.agents === undefined ? null : JSON.stringify(request.agents);
       const row =
-        request.runId === undefined ? s.claimNext.get(request.now, agents, agents) : s.getRun.get(request.runId);
+        request.runId === undefined
+          ? s.claimNext.get(request.now, agents, agents, request.now)
+          : s.getRun.get(request.runId);
       if (!row) return undefined;
       const run = rowToRun(row);
       if (!isClaimable(run, request.now, request.agents, request.runId === undefined ? undefined : request.takeover)) {
         return undefined;
+      }
+      if (run.concurrencyKey !== undefined && request.runId !== undefined) {
+        const held = s.keyHolders.get(run.concurrencyKey, run.id, request.now)?.n ?? 0;
+        if (held >= (run.concurrencyLimit ?? 1)) return undefined;
       }
       const next = claimed(run, request.workerId, request.now, request.leaseMs);
       s.setLease.run(next.epoch, next.leaseOwner, next.leaseExpiresAt, next.updatedAt, next.id);

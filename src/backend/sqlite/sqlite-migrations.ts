@@ -9,7 +9,7 @@ import { StorageError } from "../../core/errors.ts";
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 6;
+export const SCHEMA_VERSION = 7;
 
 /** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
@@ -181,6 +181,22 @@ ALTER TABLE runs ADD COLUMN forked_from TEXT;
 ALTER TABLE runs ADD COLUMN forks TEXT;
 `;
 
+/**
+ * Schema version 7, on top of version 6: flow control (DESIGN §7, "Flow control"). A run's
+ * concurrency key and limit (NULL: none) and priority; claims go in claim order (the creation
+ * time less the priority in aging intervals of 60 s, `PRIORITY_AGING_MS`) from an index on that
+ * expression, and the runs holding a slot of a key are counted from an index of the leased keyed runs.
+ */
+export const MIGRATION_V7 = `
+ALTER TABLE runs ADD COLUMN concurrency_key TEXT;
+ALTER TABLE runs ADD COLUMN concurrency_limit INTEGER;
+ALTER TABLE runs ADD COLUMN priority INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX runs_claim_order ON runs ((created_at - priority * 60000), id)
+  WHERE state IN ('PENDING', 'RESUMING', 'CANCELLING', 'RECONCILING');
+CREATE INDEX runs_key_holders ON runs (concurrency_key)
+  WHERE concurrency_key IS NOT NULL AND lease_owner IS NOT NULL;
+`;
+
 /** Every schema version and the DDL that brings the version before it there, in order. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
@@ -189,6 +205,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 4, sql: MIGRATION_V4 },
   { version: 5, sql: MIGRATION_V5 },
   { version: 6, sql: MIGRATION_V6 },
+  { version: 7, sql: MIGRATION_V7 },
 ];
 
 /**

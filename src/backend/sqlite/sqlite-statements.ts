@@ -28,6 +28,15 @@ function stateList(states: Iterable<string>): string {
 
 const OWNED_LIST = stateList(OWNED_STATES);
 const RUNNABLE_LIST = stateList(RUNNABLE_STATES);
+/**
+ * The runs `t` holding a slot of their concurrency key at `now` (`holdsSlot`): leased, and
+ * RUNNING / COMPENSATING or runnable under a live lease. Implies `lease_owner IS NOT NULL`, so
+ * the index runs_key_holders serves it.
+ */
+function holding(t: string, now: string): string {
+  return `${t}.lease_owner IS NOT NULL AND (${t}.state IN ('RUNNING', 'COMPENSATING')
+    OR (${t}.state IN (${RUNNABLE_LIST}) AND ${t}.lease_expires_at > ${now}))`;
+}
 /** States in which a run has ended for its waits, its parent and its children (`hasEnded`). */
 const ENDED_LIST = stateList([...TERMINAL_STATES].filter(hasEnded));
 
@@ -91,7 +100,9 @@ function runStatements(db: Db): RunStatements {
 
 /** The statements of leases: claims, renewals and the runs whose lease lapsed. */
 export interface LeaseStatements {
-  claimNext: Stmt<[number, string | null, string | null], RunRow>;
+  claimNext: Stmt<[number, string | null, string | null, number], RunRow>;
+  /** Runs other than the second parameter holding a slot of the key at the third (`holdsSlot`). */
+  keyHolders: Stmt<[string, string, number], { n: number }>;
   setLease: Stmt;
   renewLease: Stmt<[number, string, number, string]>;
   listExpired: Stmt<[number, number], RunRow>;
@@ -101,11 +112,20 @@ export interface LeaseStatements {
 function leaseStatements(db: Db): LeaseStatements {
   return {
     // Must select exactly what `isClaimable` accepts; the rule is still checked on the row found.
-    claimNext: db.prepare<[number, string | null, string | null], RunRow>(
-      `SELECT * FROM runs WHERE state IN (${RUNNABLE_LIST})
+    // In claim order, walking the index runs_claim_order (named: on a small or fresh table the
+    // planner would sort every runnable run, counting each one's key), so that the claim stops at
+    // the first run it may take; a keyed run only while its key has a free slot (`holdsSlot`;
+    // the claim's transaction is the only writer, so the count is exact).
+    claimNext: db.prepare<[number, string | null, string | null, number], RunRow>(
+      `SELECT * FROM runs INDEXED BY runs_claim_order WHERE state IN (${RUNNABLE_LIST})
          AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= ?)
          AND (? IS NULL OR agent IN (SELECT value FROM json_each(?)))
-       ORDER BY created_at, id LIMIT 1`,
+         AND (concurrency_key IS NULL OR concurrency_limit > (SELECT count(*) FROM runs AS h
+           WHERE h.concurrency_key = runs.concurrency_key AND ${holding("h", "?")}))
+       ORDER BY (created_at - priority * 60000), id LIMIT 1`,
+    ),
+    keyHolders: db.prepare<[string, string, number], { n: number }>(
+      `SELECT count(*) AS n FROM runs AS h WHERE h.concurrency_key = ? AND h.id <> ? AND ${holding("h", "?")}`,
     ),
     setLease: db.prepare(
       "UPDATE runs SET epoch = ?, lease_owner = ?, lease_expires_at = ?, updated_at = ? WHERE id = ?",

@@ -1,4 +1,5 @@
 import type { RunFilter } from "../../backend/backend.ts";
+import { slotWait } from "../../core/flow-control.ts";
 import type { RunRecord } from "../../core/records.ts";
 import { isRunState } from "../../core/run-state.ts";
 import type { Runtime } from "../../runtime/runtime.ts";
@@ -78,6 +79,8 @@ export const runsCommand: Command = {
         for (const line of block) io.out(line);
         const run = runs[i];
         if (run?.state === "PAUSED") for (const line of await waitingOn(runtime, run, now)) io.out(line);
+        const slot = run && slotWait(run, now);
+        if (slot) io.out(`    ${slot}`);
         if (run?.state === "NEEDS_RECONCILIATION") {
           // Which effects nobody could settle, and the command that does.
           for (const step of await runtime.backend.loadSteps(run.id)) {

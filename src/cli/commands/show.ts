@@ -1,4 +1,5 @@
 import type { SerializedError } from "../../core/errors.ts";
+import { slotWait } from "../../core/flow-control.ts";
 import { historySize } from "../../core/history-meter.ts";
 import type { Json, RunRecord, SignalRecord, StepRecord, WaitRecord } from "../../core/records.ts";
 import { isSettled, isTerminal } from "../../core/run-state.ts";
@@ -194,6 +195,16 @@ async function prunedRelatives(runtime: Runtime, run: RunRecord): Promise<Set<st
   return new Set(named.filter((_, i) => found[i] === undefined));
 }
 
+/** The run's concurrency key and priority, and whether it waits for a slot; undefined without either. */
+function flowLabel(run: RunRecord, now: number): string | undefined {
+  const parts = [
+    run.concurrencyKey === undefined ? "" : `concurrency key "${run.concurrencyKey}" (limit ${run.concurrencyLimit})`,
+    run.priority === undefined ? "" : `priority ${run.priority}`,
+    slotWait(run, now) === undefined ? "" : "waiting for a slot",
+  ].filter(Boolean);
+  return parts.length > 0 ? parts.join(", ") : undefined;
+}
+
 function printRun(io: Io, run: RunRecord, pruned: ReadonlySet<string>): void {
   const gone = (id: string) => (pruned.has(id) ? " (pruned)" : "");
   const now = Date.now();
@@ -209,6 +220,8 @@ function printRun(io: Io, run: RunRecord, pruned: ReadonlySet<string>): void {
   };
   field("state", stateLabel(run));
   field("key", run.key ?? "—");
+  const flow = flowLabel(run, now);
+  if (flow) field("flow", flow);
   field("epoch", String(run.epoch));
   field("lease", leaseLabel(run, now));
   field("created", `${dateTime(run.createdAt)} (${age(run.createdAt, now)})`);
