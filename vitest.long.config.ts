@@ -1,6 +1,6 @@
 import { configDefaults, defineConfig } from "vitest/config";
-import base from "./vitest.config.ts";
 import { LONG_SUITES } from "./test/long-suites.ts";
+import base from "./vitest.config.ts";
 
 /**
  * `npm run test:long`: the end-to-end, chaos and property suites `npm test` leaves out
