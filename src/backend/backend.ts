@@ -4,6 +4,7 @@ import type { ImportStore } from "./contract/import-store.ts";
 import type { JournalStore } from "./contract/journal-store.ts";
 import type { LeaseStore } from "./contract/lease-store.ts";
 import type { RunStore } from "./contract/run-store.ts";
+import type { ScheduleStore } from "./contract/schedule-store.ts";
 import type { SignalStore } from "./contract/signal-store.ts";
 import type { StopStore } from "./contract/stop-store.ts";
 import type { TransitionFeed } from "./contract/transition-feed.ts";
@@ -24,6 +25,7 @@ export type {
   RenewRequest,
 } from "./contract/lease-store.ts";
 export type { CreateRunInput, CreateRunResult, RunFilter, RunStore } from "./contract/run-store.ts";
+export type { ScheduleStore } from "./contract/schedule-store.ts";
 export type { SignalRequest, SignalResult, SignalStore } from "./contract/signal-store.ts";
 export type { StopRunRequest, StopStore } from "./contract/stop-store.ts";
 export type {
@@ -67,6 +69,7 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
  * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
+ * | schedules (optional, `schedules`) | {@link ScheduleStore} | `schedules-conformance.ts` |
  *
  * A custom backend proves itself by passing the conformance suite exported from
  * `cairn/testing/conformance` (`runBackendConformance`).
@@ -86,6 +89,8 @@ export interface RuntimeBackend
     TransitionFeed {
   /** Short name for messages and benchmarks ("memory", "sqlite", ...). */
   readonly name: string;
+  /** Schedule records (DESIGN §4 *Schedules*); a backend without them cannot hold schedules. */
+  readonly schedules?: ScheduleStore;
   /** Creates tables or structures; idempotent. Called by `Runtime.start()`. */
   init(): Promise<void>;
   /** Releases connections and files. */

@@ -8,6 +8,7 @@ import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
+import { describeSchedules } from "./schedules-conformance.ts";
 import { describeSignals } from "./signals-conformance.ts";
 import { describeStops } from "./stops-conformance.ts";
 import { describeTransitionFeed } from "./transition-feed-conformance.ts";
@@ -36,6 +37,12 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
    * @default false
    */
   transitionFeed?: boolean;
+  /**
+   * Whether the backend holds schedules (the optional `schedules` role): its tests run, or the
+   * suite checks that it is absent.
+   * @default false
+   */
+  schedules?: boolean;
 }
 
 /**
@@ -102,6 +109,13 @@ export function runBackendConformance<B extends RuntimeBackend>(
     } else {
       it("has no subscribe(): workers poll it", () => {
         expect(use().subscribe).toBeUndefined();
+      });
+    }
+    if (options.schedules) {
+      describeSchedules(use);
+    } else {
+      it("has no schedules role: it cannot hold schedules", () => {
+        expect(use().schedules).toBeUndefined();
       });
     }
     if (options.transitionFeed) {

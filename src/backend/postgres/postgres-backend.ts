@@ -31,6 +31,7 @@ import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-m
 import { checkOptions, type PostgresBackendOptions } from "./postgres-options.ts";
 import type { PostgresShared } from "./postgres-plans.ts";
 import { PostgresRuns } from "./postgres-runs.ts";
+import { PostgresSchedules } from "./postgres-schedules.ts";
 import { PostgresSignals } from "./postgres-signals.ts";
 import { statements } from "./postgres-statements.ts";
 import { PostgresStops } from "./postgres-stops.ts";
@@ -84,6 +85,8 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #stops: PostgresStops;
   readonly #feed: PostgresFeed;
   readonly #forks: PostgresForks;
+  /** Schedule records (`ScheduleStore`). */
+  readonly schedules: PostgresSchedules;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -113,6 +116,7 @@ export class PostgresBackend implements RuntimeBackend {
     this.#stops = new PostgresStops(shared);
     this.#feed = new PostgresFeed(shared);
     this.#forks = new PostgresForks(shared);
+    this.schedules = new PostgresSchedules(shared);
   }
 
   /**

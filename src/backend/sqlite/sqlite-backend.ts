@@ -7,7 +7,7 @@ import type {
   TransitionRecord,
   WaitRecord,
 } from "../../core/records.ts";
-import type { RuntimeBackend } from "../backend.ts";
+import type { RuntimeBackend, ScheduleStore } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
@@ -28,6 +28,7 @@ import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
 import { SqliteRuns } from "./sqlite-runs.ts";
+import { SqliteSchedules } from "./sqlite-schedules.ts";
 import { SqliteSignals } from "./sqlite-signals.ts";
 import { prepareStatements } from "./sqlite-statements.ts";
 import { SqliteStops } from "./sqlite-stops.ts";
@@ -51,6 +52,7 @@ interface SqliteParts {
   readonly feed: SqliteFeed;
   readonly forks: SqliteForks;
   readonly wakeUps: SqliteWakeUps;
+  readonly schedules: SqliteSchedules;
 }
 
 /**
@@ -107,6 +109,7 @@ export class SqliteBackend implements RuntimeBackend {
         feed: new SqliteFeed(connection, s),
         forks: new SqliteForks(connection, s, this.inlineLimitBytes),
         wakeUps: new SqliteWakeUps(connection.db, connection.bell),
+        schedules: new SqliteSchedules(connection),
       };
     } catch (error) {
       connection.close();
@@ -127,6 +130,11 @@ export class SqliteBackend implements RuntimeBackend {
    */
   get synchronous(): SqliteSynchronous {
     return this.#open().connection.synchronous;
+  }
+
+  /** Schedule records (`ScheduleStore`), once the backend is open. */
+  get schedules(): ScheduleStore {
+    return this.#open().schedules;
   }
 
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {
