@@ -326,8 +326,7 @@ export class Runtime {
   }
 
   /** Stops the worker: no new claims; runs still in flight after `graceMs` are recorded INTERRUPTED and released. */
-  async shutdown(options: { graceMs?: number; reason?: string } = {}): Promise<void> {
-    await this.schedules.stopTicking();
+  shutdown(options: { graceMs?: number; reason?: string } = {}): Promise<void> {
     return this.#internals.shutdown(options);
   }
 

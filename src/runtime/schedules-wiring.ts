@@ -9,6 +9,7 @@ export interface SchedulesInternals {
   logger: Logger;
   agents: ReadonlyMap<string, AgentDefinition>;
   worker: unknown;
+  beforeShutdown: (() => Promise<void>) | undefined;
   ready(): Promise<void>;
 }
 
@@ -17,7 +18,7 @@ export interface SchedulesInternals {
  * defaults apply, and its worker is poked), under the actor and key the ticker gives.
  */
 export function schedulesOf(runtime: Runtime, internals: SchedulesInternals): RuntimeSchedules {
-  return new RuntimeSchedules(
+  const schedules = new RuntimeSchedules(
     {
       backend: runtime.backend,
       clock: runtime.clock,
@@ -35,4 +36,6 @@ export function schedulesOf(runtime: Runtime, internals: SchedulesInternals): Ru
     },
     internals.worker !== undefined,
   );
+  internals.beforeShutdown = () => schedules.stopTicking();
+  return schedules;
 }
