@@ -122,13 +122,6 @@ describe("schedules across worker processes killed and restarted (PostgreSQL)", 
       `schedule crash: ${kills} kills, then ${downAt - started} ms of kills and ${upAt - downAt} ms with no worker; ` +
         `"all" ${all.length} runs over ${expected.length} ticks, "latest" ${latest.length} runs`,
     );
-    console.log(
-      "DBG latest",
-      latest.map((r) => `${(r.tick - first) / 1000}@${r.created - r.tick}`).join(" "),
-      "down",
-      (downAt - first) / 1000,
-      (upAt - first) / 1000,
-    );
     expect(kills).toBeGreaterThanOrEqual(3);
     expect(all.every((r) => r.n === 1)).toBe(true);
     expect(latest.every((r) => r.n === 1)).toBe(true);
