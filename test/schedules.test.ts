@@ -163,8 +163,14 @@ describe("schedules on the virtual clock", () => {
       expect(await scheduledRuns(t, "p")).toHaveLength(0);
       const resumed = await t.schedules.resume("p");
       expect(resumed.nextAt).toBe(t.clock.now() + 3_600_000);
-      const { runId } = await t.schedules.trigger("p");
-      expect((await t.getRun(runId)).meta.schedule).toBe("p");
+      await t.schedules.pause("p");
+      const { runId, tickAt } = await t.schedules.trigger("p");
+      expect(runId).not.toBeNull();
+      expect(tickAt).toBe(t.clock.now());
+      expect((await t.getRun(runId as string)).meta).toMatchObject({
+        schedule: "p",
+        scheduledFor: new Date(tickAt).toISOString(),
+      });
       expect((await t.schedules.get("p")).lastRunId).toBe(runId);
       await t.schedules.delete("p");
       await expect(t.schedules.get("p")).rejects.toBeInstanceOf(ScheduleNotFoundError);

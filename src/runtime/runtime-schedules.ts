@@ -13,7 +13,7 @@ import {
   type ScheduleRecord,
   timingOfRecord,
 } from "../core/schedules.ts";
-import { ScheduleTicker, scheduleActor } from "./schedule-ticker.ts";
+import { ScheduleTicker } from "./schedule-ticker.ts";
 
 /** A schedule as `runtime.schedules` shows it: its record and its next fire times. */
 export interface ScheduleView extends ScheduleRecord {
@@ -125,24 +125,29 @@ export class RuntimeSchedules {
   }
 
   /**
-   * Starts a run of the schedule now, whatever its timing, overlap policy or pause (its key names
-   * the schedule and this moment); the run becomes the one later ticks' overlap policy looks at.
+   * Starts a run of the schedule now, whatever its timing, overlap policy or pause: marks a tick
+   * at this moment pending, which a worker that runs the schedule's agent starts (this runtime at
+   * once when it is one). Returns the run when it started before this returns, else null (a
+   * worker starts it on its next look, within a second).
    */
-  async trigger(id: string, by?: Actor): Promise<{ runId: string }> {
-    await this.#host.ready();
-    const record = await this.#existing(id);
-    const at = this.#host.clock.now();
-    const { runId } = await this.#host.start(record, {
-      key: `schedule:${id}@trigger:${new Date(at).toISOString()}`,
-      meta: { schedule: id, triggeredAt: new Date(at).toISOString() },
-      by: by ?? scheduleActor(id),
-    });
+  async trigger(id: string): Promise<{ runId: string | null; tickAt: number }> {
+    let tickAt = 0;
     await this.#update(
       id,
-      (r, now) => ({ ...need(r, id), lastRunId: runId, version: need(r, id).version + 1, updatedAt: now }),
+      (r, now) => {
+        const record = need(r, id);
+        if (record.pendingAt !== null) {
+          throw new InvalidDefinitionError(`schedule "${id}" has a tick being started; trigger it again in a moment`);
+        }
+        tickAt = now;
+        return { ...record, pendingAt: now, version: record.version + 1, updatedAt: now };
+      },
       false,
     );
-    return { runId };
+    await this.#ticker?.fire();
+    const after = await this.#store().getSchedule(id);
+    const started = after && after.pendingAt === null && after.lastRunId !== null;
+    return { runId: started ? after.lastRunId : null, tickAt };
   }
 
   async #update(

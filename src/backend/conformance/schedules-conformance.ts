@@ -78,7 +78,7 @@ export function describeSchedules(use: UseBackend): void {
       expect((await s.getSchedule("tick"))?.paused).toBe(true);
     });
 
-    it("lists as due the schedules not paused with a tick due, pending or buffered, by id", async () => {
+    it("lists as due the schedules with a pending tick, or not paused with a tick due or buffered, by id", async () => {
       const s = storeOf(use);
       const now = T0 + 60_000;
       await s.writeSchedule(scheduleOf("due", { nextAt: now }), 0);
@@ -87,7 +87,14 @@ export function describeSchedules(use: UseBackend): void {
       await s.writeSchedule(scheduleOf("pending", { nextAt: now + 1, pendingAt: now - 5 }), 0);
       await s.writeSchedule(scheduleOf("buffered", { nextAt: now + 1, bufferedAt: now - 5 }), 0);
       await s.writeSchedule(scheduleOf("ended", { nextAt: null }), 0);
-      expect((await s.dueSchedules(now, 10)).map((r) => r.id)).toEqual(["buffered", "due", "pending"]);
+      await s.writeSchedule(scheduleOf("paused-buffered", { paused: true, bufferedAt: now - 5 }), 0);
+      await s.writeSchedule(scheduleOf("paused-pending", { paused: true, pendingAt: now - 5 }), 0);
+      expect((await s.dueSchedules(now, 10)).map((r) => r.id)).toEqual([
+        "buffered",
+        "due",
+        "paused-pending",
+        "pending",
+      ]);
       expect((await s.dueSchedules(now, 2)).map((r) => r.id)).toEqual(["buffered", "due"]);
     });
   });

@@ -17,8 +17,8 @@ export interface ScheduleStore {
   /** Deletes the schedule; false when there was none. Its runs stay. */
   deleteSchedule(id: string): Promise<boolean>;
   /**
-   * Schedules with work at `now`, by id, at most `limit`: not paused and a tick due
-   * (`nextAt <= now`), a pending tick or a buffered one.
+   * Schedules with work at `now`, by id, at most `limit`: a pending tick (paused or not: a
+   * trigger), or not paused with a tick due (`nextAt <= now`) or a buffered one.
    */
   dueSchedules(now: number, limit: number): Promise<ScheduleRecord[]>;
 }

@@ -28,7 +28,7 @@ export class MemorySchedules implements ScheduleStore {
   async dueSchedules(now: number, limit: number): Promise<ScheduleRecord[]> {
     return (await this.listSchedules())
       .filter(
-        (r) => !r.paused && ((r.nextAt !== null && r.nextAt <= now) || r.pendingAt !== null || r.bufferedAt !== null),
+        (r) => r.pendingAt !== null || (!r.paused && ((r.nextAt !== null && r.nextAt <= now) || r.bufferedAt !== null)),
       )
       .slice(0, limit);
   }

@@ -20,8 +20,8 @@ function scheduleStatements(schema: string): Record<"insert" | "update" | "get" 
     list: sql(`SELECT ${columns} FROM ${t} ORDER BY id`),
     remove: sql(`DELETE FROM ${t} WHERE id = $1 RETURNING id`),
     due: sql(
-      `SELECT ${columns} FROM ${t} WHERE NOT paused
-         AND (next_at <= $1 OR pending_at IS NOT NULL OR buffered_at IS NOT NULL) ORDER BY id LIMIT $2`,
+      `SELECT ${columns} FROM ${t} WHERE pending_at IS NOT NULL
+         OR (NOT paused AND (next_at <= $1 OR buffered_at IS NOT NULL)) ORDER BY id LIMIT $2`,
     ),
   };
 }

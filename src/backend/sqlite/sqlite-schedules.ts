@@ -29,8 +29,8 @@ export class SqliteSchedules implements ScheduleStore {
     this.#list = db.prepare(`SELECT ${COLUMNS} FROM schedules ORDER BY id`);
     this.#delete = db.prepare("DELETE FROM schedules WHERE id = ?");
     this.#due = db.prepare(
-      `SELECT ${COLUMNS} FROM schedules WHERE paused = 0
-         AND (next_at <= ? OR pending_at IS NOT NULL OR buffered_at IS NOT NULL) ORDER BY id LIMIT ?`,
+      `SELECT ${COLUMNS} FROM schedules WHERE pending_at IS NOT NULL
+         OR (paused = 0 AND (next_at <= ? OR buffered_at IS NOT NULL)) ORDER BY id LIMIT ?`,
     );
   }
 
