@@ -23,7 +23,11 @@ export function schedulesOf(runtime: Runtime, internals: SchedulesInternals): Ru
       backend: runtime.backend,
       clock: runtime.clock,
       logger: internals.logger,
-      ready: () => internals.ready(),
+      // Any use of the schedules starts the ticker of a runtime with a worker (as `start()` does).
+      ready: async () => {
+        await internals.ready();
+        schedules.startTicking();
+      },
       hasAgent: (agent) => internals.agents.has(agent),
       start: async (record, options) => {
         const handle = await runtime.run(record.agent, record.workflow, record.input, options);
