@@ -7,6 +7,7 @@ import { describeForks } from "./forks-conformance.ts";
 import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
+import { describeRateLimits } from "./rate-limits-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
 import { describeSchedules } from "./schedules-conformance.ts";
 import { describeSignals } from "./signals-conformance.ts";
@@ -38,8 +39,8 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
    */
   transitionFeed?: boolean;
   /**
-   * Whether the backend holds schedules (the optional `schedules` role): its tests run, or the
-   * suite checks that it is absent.
+   * Whether the backend holds schedules and rate limits (the optional `schedules` and `rateLimits`
+   * roles): their tests run, or the suite checks that they are absent.
    * @default false
    */
   schedules?: boolean;
@@ -113,9 +114,11 @@ export function runBackendConformance<B extends RuntimeBackend>(
     }
     if (options.schedules) {
       describeSchedules(use);
+      describeRateLimits(use);
     } else {
-      it("has no schedules role: it cannot hold schedules", () => {
+      it("has no schedules or rate limits roles: it cannot hold them", () => {
         expect(use().schedules).toBeUndefined();
+        expect(use().rateLimits).toBeUndefined();
       });
     }
     if (options.transitionFeed) {

@@ -30,8 +30,7 @@ import { planSignal, signalTarget } from "../rules/signal-rules.ts";
 import { planStop } from "../rules/stop-rules.ts";
 import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 import { MemoryFeed } from "./memory-feed.ts";
-import { MemorySchedules } from "./memory-schedules.ts";
-
+import { MemoryRateLimits, MemorySchedules } from "./memory-flow.ts";
 /**
  * Keeps everything in this process's memory: for tests and quick starts. Nothing survives the
  * process. The default backend when a `Runtime` is given none.
@@ -49,8 +48,9 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
   /** Every transition in the order it was written (the global feed). */
   readonly #feed = new MemoryFeed();
-  /** Schedules (`ScheduleStore`). */
+  /** Schedules and rate limits (`ScheduleStore`, `RateLimitStore`). */
   readonly schedules = new MemorySchedules();
+  readonly rateLimits = new MemoryRateLimits();
   async init(): Promise<void> {}
   async close(): Promise<void> {}
 

@@ -30,6 +30,7 @@ import { listenForWakeUps, wakeChannel } from "./postgres-listener.ts";
 import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-migrations.ts";
 import { checkOptions, type PostgresBackendOptions } from "./postgres-options.ts";
 import type { PostgresShared } from "./postgres-plans.ts";
+import { PostgresRateLimits } from "./postgres-rate-limits.ts";
 import { PostgresRuns } from "./postgres-runs.ts";
 import { PostgresSchedules } from "./postgres-schedules.ts";
 import { PostgresSignals } from "./postgres-signals.ts";
@@ -87,6 +88,8 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #forks: PostgresForks;
   /** Schedule records (`ScheduleStore`). */
   readonly schedules: PostgresSchedules;
+  /** Shared rate limits (`RateLimitStore`). */
+  readonly rateLimits: PostgresRateLimits;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -117,6 +120,7 @@ export class PostgresBackend implements RuntimeBackend {
     this.#feed = new PostgresFeed(shared);
     this.#forks = new PostgresForks(shared);
     this.schedules = new PostgresSchedules(shared);
+    this.rateLimits = new PostgresRateLimits(shared);
   }
 
   /**

@@ -7,7 +7,7 @@ import type {
   TransitionRecord,
   WaitRecord,
 } from "../../core/records.ts";
-import type { RuntimeBackend, ScheduleStore } from "../backend.ts";
+import type { RateLimitStore, RuntimeBackend, ScheduleStore } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
@@ -27,6 +27,7 @@ import { SqliteImports } from "./sqlite-imports.ts";
 import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
+import { SqliteRateLimits } from "./sqlite-rate-limits.ts";
 import { SqliteRuns } from "./sqlite-runs.ts";
 import { SqliteSchedules } from "./sqlite-schedules.ts";
 import { SqliteSignals } from "./sqlite-signals.ts";
@@ -53,6 +54,7 @@ interface SqliteParts {
   readonly forks: SqliteForks;
   readonly wakeUps: SqliteWakeUps;
   readonly schedules: SqliteSchedules;
+  readonly rateLimits: SqliteRateLimits;
 }
 
 /**
@@ -110,6 +112,7 @@ export class SqliteBackend implements RuntimeBackend {
         forks: new SqliteForks(connection, s, this.inlineLimitBytes),
         wakeUps: new SqliteWakeUps(connection.db, connection.bell),
         schedules: new SqliteSchedules(connection),
+        rateLimits: new SqliteRateLimits(connection),
       };
     } catch (error) {
       connection.close();
@@ -135,6 +138,11 @@ export class SqliteBackend implements RuntimeBackend {
   /** Schedule records (`ScheduleStore`), once the backend is open. */
   get schedules(): ScheduleStore {
     return this.#open().schedules;
+  }
+
+  /** Shared rate limits (`RateLimitStore`), once the backend is open. */
+  get rateLimits(): RateLimitStore {
+    return this.#open().rateLimits;
   }
 
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {
