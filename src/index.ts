@@ -223,6 +223,7 @@ export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export type { ImportResult, MoveOptions } from "./runtime/import-operations.ts";
+export { type RateLimit, SharedRateLimiter, type SharedRateLimiterOptions } from "./runtime/rate-limiter.ts";
 export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
