@@ -118,6 +118,7 @@ export {
   RuntimeClosedError,
   SandboxLostError,
   SandboxUnavailableError,
+  ScheduleNotFoundError,
   type SerializedError,
   SignalInboxFullError,
   StepLimitError,
@@ -215,6 +216,14 @@ export type {
   SandboxExecResult,
   SandboxHandle,
 } from "./core/sandbox-handle.ts";
+export {
+  defineSchedule,
+  type ScheduleCatchUp,
+  type ScheduleDefinition,
+  type ScheduleOptions,
+  type ScheduleOverlap,
+  type ScheduleRecord,
+} from "./core/schedules.ts";
 export { ReplayedError } from "./core/serialize.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { describeWait } from "./core/wait-description.ts";
@@ -231,9 +240,11 @@ export { type CostFigures, type CostFilter, type CostReport, costFormula } from 
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export type { ImportResult, MoveOptions } from "./runtime/import-operations.ts";
 export type { PruneOptions, PruneResult } from "./runtime/prune-operations.ts";
+export { type RateLimit, SharedRateLimiter, type SharedRateLimiterOptions } from "./runtime/rate-limiter.ts";
 export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";
+export type { RuntimeSchedules, ScheduleView } from "./runtime/runtime-schedules.ts";
 export { environmentSecrets, type SecretProvider } from "./runtime/secrets.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";

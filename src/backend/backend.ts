@@ -4,7 +4,9 @@ import type { ImportStore } from "./contract/import-store.ts";
 import type { JournalStore } from "./contract/journal-store.ts";
 import type { LeaseStore } from "./contract/lease-store.ts";
 import type { PruneStore } from "./contract/prune-store.ts";
+import type { RateLimitStore } from "./contract/rate-limit-store.ts";
 import type { RunStore } from "./contract/run-store.ts";
+import type { ScheduleStore } from "./contract/schedule-store.ts";
 import type { SignalStore } from "./contract/signal-store.ts";
 import type { StopStore } from "./contract/stop-store.ts";
 import type { TransitionFeed } from "./contract/transition-feed.ts";
@@ -25,7 +27,9 @@ export type {
   RenewRequest,
 } from "./contract/lease-store.ts";
 export type { PruneRunsRequest, PruneRunsResult, PruneStore } from "./contract/prune-store.ts";
+export type { RateLimitStore } from "./contract/rate-limit-store.ts";
 export type { CreateRunInput, CreateRunResult, RunFilter, RunStore } from "./contract/run-store.ts";
+export type { ScheduleStore } from "./contract/schedule-store.ts";
 export type { SignalRequest, SignalResult, SignalStore } from "./contract/signal-store.ts";
 export type { StopRunRequest, StopStore } from "./contract/stop-store.ts";
 export type {
@@ -70,6 +74,8 @@ export type { Wake, WakeUps } from "./contract/wake-ups.ts";
  * | the child-wait sweep | {@link ChildWaitSweep} | `child-wait-sweep-conformance.ts` |
  * | wake-ups (optional) | {@link WakeUps} | `wake-ups-conformance.ts` |
  * | the transition feed (optional) | {@link TransitionFeed} | `transition-feed-conformance.ts` |
+ * | schedules (optional, `schedules`) | {@link ScheduleStore} | `schedules-conformance.ts` |
+ * | rate limits (optional, `rateLimits`) | {@link RateLimitStore} | `rate-limits-conformance.ts` |
  *
  * A custom backend proves itself by passing the conformance suite exported from
  * `cairn/testing/conformance` (`runBackendConformance`).
@@ -90,6 +96,10 @@ export interface RuntimeBackend
     TransitionFeed {
   /** Short name for messages and benchmarks ("memory", "sqlite", ...). */
   readonly name: string;
+  /** Schedule records (DESIGN §4 *Schedules*); a backend without them cannot hold schedules. */
+  readonly schedules?: ScheduleStore;
+  /** Shared rate limits (DESIGN §4 *Rate limits*); a backend without them cannot share a limit. */
+  readonly rateLimits?: RateLimitStore;
   /** Creates tables or structures; idempotent. Called by `Runtime.start()`. */
   init(): Promise<void>;
   /** Releases connections and files. */

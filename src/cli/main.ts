@@ -20,6 +20,7 @@ import { resumeCommand } from "./commands/resume.ts";
 import { runCommand } from "./commands/run.ts";
 import { runsCommand } from "./commands/runs.ts";
 import { sandboxesCommand } from "./commands/sandboxes.ts";
+import { schedulesCommand } from "./commands/schedules.ts";
 import { devCommand, serveCommand } from "./commands/serve.ts";
 import { showCommand } from "./commands/show.ts";
 import { signalCommand } from "./commands/signal.ts";
@@ -48,6 +49,7 @@ export const COMMANDS: readonly Command[] = [
   rejectCommand,
   costCommand,
   pruneCommand,
+  schedulesCommand,
   devCommand,
   serveCommand,
   workerCommand,

@@ -58,6 +58,7 @@ export {
   RunNotFoundError,
   RunNotOpenError,
   RunNotResumableError,
+  ScheduleNotFoundError,
   VersionMismatchError,
 } from "./errors/run-errors.ts";
 export { SandboxLostError, SandboxUnavailableError } from "./errors/sandbox-errors.ts";

@@ -55,6 +55,8 @@ export class RuntimeInternals {
   readonly limits: RunLimits;
   readonly agents = new Map<string, AgentDefinition>();
   readonly worker: Worker | undefined;
+  /** Stops what must stop before the worker (the schedule ticker), on every shutdown path. */
+  beforeShutdown: (() => Promise<void>) | undefined;
   /** The live event stream of the runs this process executes. */
   readonly events: RunEventHub;
   /** `name@version,…` of the policies, recorded on every transition. */
@@ -173,6 +175,7 @@ export class RuntimeInternals {
   async shutdown(options: { graceMs?: number; reason?: string }): Promise<void> {
     if (this.#closed) return;
     this.#closed = true;
+    await this.beforeShutdown?.().catch(() => {});
     if (this.#signalHandler) {
       process.off("SIGTERM", this.#signalHandler);
       process.off("SIGINT", this.#signalHandler);

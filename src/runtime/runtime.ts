@@ -5,6 +5,7 @@ import type { Clock } from "../core/clock.ts";
 import type { RunEvent, RunEventsOptions } from "../core/events.ts";
 import type { Actor, RunRecord, WaitRecord } from "../core/records.ts";
 import type { RunContract } from "../core/run-contract.ts";
+import type { ScheduleDefinition, ScheduleOptions } from "../core/schedules.ts";
 import {
   checkAction,
   checkDecision,
@@ -34,6 +35,8 @@ import { RunHandle } from "./run-handle.ts";
 import type { RunLimits } from "./run-limits.ts";
 import { RuntimeInternals, type TransitionListener } from "./runtime-internals.ts";
 import type { RunHistory, RuntimeOptions, StartOptions } from "./runtime-options.ts";
+import type { RuntimeSchedules } from "./runtime-schedules.ts";
+import { schedulesOf } from "./schedules-wiring.ts";
 import { startRun } from "./start-operations.ts";
 import {
   answerQuestion,
@@ -60,12 +63,15 @@ export class Runtime {
   readonly backend: RuntimeBackend;
   /** The time workflows see. */
   readonly clock: Clock;
+  /** The schedules in the backend: list, get, pause, resume, trigger, delete (DESIGN §4 *Schedules*). */
+  readonly schedules: RuntimeSchedules;
   readonly #internals: RuntimeInternals;
 
   constructor(options: RuntimeOptions) {
     this.#internals = new RuntimeInternals(options);
     this.backend = this.#internals.backend;
     this.clock = this.#internals.clock;
+    this.schedules = schedulesOf(this, this.#internals);
   }
 
   /** The agents this runtime runs, in the order they were given. */
@@ -87,8 +93,14 @@ export class Runtime {
    * Opens the backend and starts the worker. With `handleSignals`, SIGTERM and SIGINT shut the
    * runtime down gracefully (runs still in flight after the grace period become INTERRUPTED).
    */
-  start(options: { handleSignals?: boolean } = {}): Promise<void> {
-    return this.#internals.start(options.handleSignals === true);
+  async start(options: { handleSignals?: boolean } = {}): Promise<void> {
+    await this.#internals.start(options.handleSignals === true);
+    this.schedules.startTicking();
+  }
+
+  /** Creates a schedule in the backend, or replaces the definition of the one with its id (`RuntimeSchedules.define`). */
+  schedule(schedule: ScheduleOptions | ScheduleDefinition): ReturnType<RuntimeSchedules["define"]> {
+    return this.schedules.define(schedule);
   }
 
   /** Starts a run (or returns the existing one for its key). */
@@ -144,13 +156,11 @@ export class Runtime {
   }
 
   /**
-   * Waits until the run is in a terminal state or NEEDS_RECONCILIATION (it waits for an operator)
-   * and returns it; runs of other processes are polled, and woken on the backend's wake-ups.
-   *
-   * A crash or a deploy is not an outcome: an INTERRUPTED run that automatic recovery takes up
-   * again (recovered fewer than `maxAutoRecoveries` times: this option, else the worker's, default
-   * 3) is waited on like a RUNNING one. INTERRUPTED is returned once the bound is used up, with
-   * `maxAutoRecoveries: 0`, and when this runtime shuts down while waiting.
+   * Waits until the run is terminal or NEEDS_RECONCILIATION and returns it (polled, and woken on
+   * by the backend's wake-ups). A crash is not an outcome: an INTERRUPTED run that automatic
+   * recovery takes up again (recovered fewer than `maxAutoRecoveries` times: this option, else the
+   * worker's, default 3) is waited on until it ends for good. INTERRUPTED is returned once that
+   * bound is used up, with `maxAutoRecoveries: 0`, and when this runtime shuts down meanwhile.
    */
   waitFor(
     runId: string,
@@ -160,10 +170,9 @@ export class Runtime {
   }
 
   /**
-   * Resumes a run that stopped without finishing: an INTERRUPTED run, a FAILED run whose error is
-   * a replay divergence (after the code was fixed), or a run whose worker is gone (its lease
-   * lapsed, or its process on this host no longer exists), which is first recorded INTERRUPTED.
-   * The run goes RESUMING and a worker replays it from its checkpoints.
+   * Resumes an INTERRUPTED run, a FAILED one whose error is a replay divergence (the code fixed),
+   * or one whose worker is gone (recorded INTERRUPTED first): it goes RESUMING and a worker
+   * replays it from its checkpoints.
    */
   async resume(runId: string, options: ResumeOptions = {}): Promise<RunHandle> {
     checkAction(runId, options.by, { reason: options.reason });
@@ -173,9 +182,8 @@ export class Runtime {
   }
 
   /**
-   * Sends signal `name` to a run. It is kept in the run's inbox and resolves the run's
-   * `ctx.waitForSignal(name)` — now, or when the run gets there. A repeated `messageId` is
-   * acknowledged as a duplicate (`duplicate: true`) and not delivered twice.
+   * Sends signal `name` to a run's inbox: it resolves `ctx.waitForSignal(name)` now or when the run
+   * gets there. A repeated `messageId` is a duplicate (`duplicate: true`), not delivered twice.
    */
   async signal(
     runId: string,
@@ -294,14 +302,11 @@ export class Runtime {
   }
 
   /**
-   * The run's live events from offset `from` on (DESIGN §8): the transitions this runtime records,
-   * step attempts as they start and end (`step.start`, `step.end`), a retry as soon as an attempt
-   * failed (`step.retry`: cause, wait), and the text its model calls stream, with a `model.retry`
-   * event when an attempt failed and its partial text should be cleared. Ends when the run settles (a terminal state or
-   * NEEDS_RECONCILIATION, also when another process settled it), when `signal` fires, or when
-   * the runtime closes. Events are kept in memory (the last 10,000 per run), not journaled: what
-   * happened for the record is in `history(runId)`.
-   *
+   * The run's live events from offset `from` on (DESIGN §8): its transitions, step attempts as they
+   * start and end (`step.start`, `step.end`), a retry as soon as an attempt failed (`step.retry`),
+   * and the text its model calls stream (`model.retry`: clear the partial text). Ends when the run
+   * settles (also in another process), when `signal` fires, or when the runtime closes. Kept in
+   * memory (the last 10,000 per run), not journaled: the record is `history(runId)`.
    * @example
    * for await (const event of runtime.events(handle.id)) {
    *   if (event.type === "model.text") process.stdout.write(event.text);
@@ -317,10 +322,7 @@ export class Runtime {
     return this.#internals.onTransition(listener);
   }
 
-  /**
-   * Stops the worker: no new claims; runs in flight get `graceMs` to finish, then are recorded
-   * INTERRUPTED and released so another worker (or `resume`) continues them.
-   */
+  /** Stops the worker: no new claims; runs still in flight after `graceMs` are recorded INTERRUPTED and released. */
   shutdown(options: { graceMs?: number; reason?: string } = {}): Promise<void> {
     return this.#internals.shutdown(options);
   }
@@ -369,9 +371,8 @@ export class Runtime {
   }
 
   /**
-   * Accepts the outcome of a COMPLETED run: a verdict kept apart from its state (the state does
-   * not change). Refused with `RunNotCompletedError` for a run in another state and with
-   * `AlreadyDecidedError` for a run that has a verdict already.
+   * Accepts the outcome of a COMPLETED run: a verdict kept apart from its state. Refused with
+   * `RunNotCompletedError` for another state, `AlreadyDecidedError` when it has a verdict already.
    */
   async accept(runId: string, options: VerdictOptions = {}): Promise<RunRecord> {
     checkVerdict(options);
@@ -386,10 +387,7 @@ export class Runtime {
     return recordVerdict(this.#internals.contractOps(), runId, "rejected", options);
   }
 
-  /**
-   * What all runs cost (or those of one agent / workflow), every ending included, with the
-   * accepted, rejected and unreviewed completed runs and the cost per accepted job.
-   */
+  /** What runs cost (all, or of one agent / workflow), by ending and verdict, per accepted job. */
   async costReport(filter: CostFilter = {}): Promise<CostReport> {
     checkOptionalName(filter.agent, "filter.agent");
     checkOptionalName(filter.workflow, "filter.workflow");

@@ -37,6 +37,27 @@ export class TestRuntime extends Runtime {
   }
 
   /**
+   * Moves the virtual clock forward by `ms`, stopping at each schedule tick on the way to fire it
+   * (its run is created before the clock moves on), so a year of a nightly schedule takes a few
+   * seconds. Runs started are driven by the worker as usual; `settle` or `waitFor` them.
+   */
+  async advanceSchedules(ms: number): Promise<void> {
+    const end = this.clock.now() + ms;
+    for (;;) {
+      await this.schedules.fireDue();
+      const next = (await this.schedules.list())
+        .filter((s) => !s.paused && s.nextAt !== null && (s.nextAt as number) <= end)
+        .reduce<number | undefined>(
+          (min, s) => Math.min(min ?? Number.POSITIVE_INFINITY, s.nextAt as number),
+          undefined,
+        );
+      if (next === undefined) break;
+      await this.clock.advanceTo(next);
+    }
+    await this.clock.advanceTo(end);
+  }
+
+  /**
    * Waits until the run has nothing to do but wait, skipping time to each durable timer it waits
    * on (sleeps, timeouts, expiries, retry backoffs) when `skipTimers` is on. Returns the run once
    * it has ended (a terminal state) or waits only for something a person or another run must

@@ -21,6 +21,7 @@ import { DEFAULT_BODY_LIMIT_BYTES } from "./json-body.ts";
 import { registerReadHandlers } from "./read-handlers.ts";
 import { type GuardOptions, hostGuard, originGuard, securityHeaders } from "./request-guard.ts";
 import { RunFeed } from "./run-feed.ts";
+import { registerScheduleHandlers } from "./schedule-routes.ts";
 import type { ServerContext } from "./server-context.ts";
 import { staticFiles } from "./static-files.ts";
 
@@ -156,6 +157,7 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
   registerReadHandlers(app, ctx);
   registerActionHandlers(app, ctx);
   registerEventHandlers(app, ctx);
+  registerScheduleHandlers(app, ctx);
   documentApi(app);
 
   if (options.staticRoot !== undefined) {

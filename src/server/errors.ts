@@ -31,6 +31,7 @@ export const ERROR_STATUS: { readonly [C in ApiErrorCode]: number | ((error: unk
   INTERNAL: 500,
   // What the request named does not exist.
   RUN_NOT_FOUND: 404,
+  SCHEDULE_NOT_FOUND: 404,
   WAIT_NOT_FOUND: 404,
   EFFECT_NOT_FOUND: 404,
   UNKNOWN_AGENT: 422,

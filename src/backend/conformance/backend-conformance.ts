@@ -9,7 +9,9 @@ import { describeImports } from "./imports-conformance.ts";
 import { describeJournal } from "./journal-conformance.ts";
 import { describeLeases } from "./leases-conformance.ts";
 import { describePrune } from "./prune-conformance.ts";
+import { describeRateLimits } from "./rate-limits-conformance.ts";
 import { describeRuns } from "./runs-conformance.ts";
+import { describeSchedules } from "./schedules-conformance.ts";
 import { describeSignals } from "./signals-conformance.ts";
 import { describeStops } from "./stops-conformance.ts";
 import { describeTransitionFeed } from "./transition-feed-conformance.ts";
@@ -38,6 +40,12 @@ export interface BackendConformanceOptions<B extends RuntimeBackend = RuntimeBac
    * @default false
    */
   transitionFeed?: boolean;
+  /**
+   * Whether the backend holds schedules and rate limits (the optional `schedules` and `rateLimits`
+   * roles): their tests run, or the suite checks that they are absent.
+   * @default false
+   */
+  schedules?: boolean;
 }
 
 /**
@@ -106,6 +114,15 @@ export function runBackendConformance<B extends RuntimeBackend>(
     } else {
       it("has no subscribe(): workers poll it", () => {
         expect(use().subscribe).toBeUndefined();
+      });
+    }
+    if (options.schedules) {
+      describeSchedules(use);
+      describeRateLimits(use);
+    } else {
+      it("has no schedules or rate limits roles: it cannot hold them", () => {
+        expect(use().schedules).toBeUndefined();
+        expect(use().rateLimits).toBeUndefined();
       });
     }
     if (options.transitionFeed) {

@@ -31,8 +31,8 @@ import { planSignal, signalTarget } from "../rules/signal-rules.ts";
 import { planStop } from "../rules/stop-rules.ts";
 import { planDue, planResolveWait, planSuspend } from "../rules/wait-rules.ts";
 import { MemoryFeed } from "./memory-feed.ts";
+import { MemoryRateLimits, MemorySchedules } from "./memory-flow.ts";
 import { pruneMemoryRuns } from "./memory-prune.ts";
-
 /**
  * Keeps everything in this process's memory, for tests and quick starts (the default backend when a
  * `Runtime` is given none): nothing survives the process. A prune leaves holes in its feed.
@@ -49,7 +49,9 @@ export class InMemoryBackend implements RuntimeBackend {
   /** Signals by run, then by message id (insertion order = arrival order). */
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
   readonly #feed = new MemoryFeed();
-
+  /** Schedules and rate limits (`ScheduleStore`, `RateLimitStore`). */
+  readonly schedules = new MemorySchedules();
+  readonly rateLimits = new MemoryRateLimits();
   async init(): Promise<void> {}
   async close(): Promise<void> {}
 

@@ -32,11 +32,12 @@ runBackendConformance("postgres", () => new PostgresBackend({ connectionString: 
   cleanup: (backend) => db.dropSchema(backend.schema),
   wakeUps: true,
   transitionFeed: true,
+  schedules: true,
 });
 runBackendConformance(
   "postgres (process durability, pool passed in)",
   () => new PostgresBackend({ pool: sharedPool, schema: db.schema(), durability: "process" }),
-  { cleanup: (backend) => db.dropSchema(backend.schema), wakeUps: true, transitionFeed: true },
+  { cleanup: (backend) => db.dropSchema(backend.schema), wakeUps: true, transitionFeed: true, schedules: true },
 );
 
 describe("PostgresBackend", () => {

@@ -32,7 +32,9 @@ import { applyMigrations, checkSchema, type MigrationResult } from "./postgres-m
 import { checkOptions, type PostgresBackendOptions } from "./postgres-options.ts";
 import type { PostgresShared } from "./postgres-plans.ts";
 import { PostgresPrune } from "./postgres-prune.ts";
+import { PostgresRateLimits } from "./postgres-rate-limits.ts";
 import { PostgresRuns } from "./postgres-runs.ts";
+import { PostgresSchedules } from "./postgres-schedules.ts";
 import { PostgresSignals } from "./postgres-signals.ts";
 import { statements } from "./postgres-statements.ts";
 import { PostgresStops } from "./postgres-stops.ts";
@@ -87,6 +89,10 @@ export class PostgresBackend implements RuntimeBackend {
   readonly #feed: PostgresFeed;
   readonly #forks: PostgresForks;
   readonly #prune: PostgresPrune;
+  /** Schedule records (`ScheduleStore`). */
+  readonly schedules: PostgresSchedules;
+  /** Shared rate limits (`RateLimitStore`). */
+  readonly rateLimits: PostgresRateLimits;
   #opening: Promise<void> | undefined;
 
   constructor(options: PostgresBackendOptions = {}) {
@@ -117,6 +123,8 @@ export class PostgresBackend implements RuntimeBackend {
     this.#feed = new PostgresFeed(shared);
     this.#forks = new PostgresForks(shared);
     this.#prune = new PostgresPrune(shared);
+    this.schedules = new PostgresSchedules(shared);
+    this.rateLimits = new PostgresRateLimits(shared);
   }
 
   /**

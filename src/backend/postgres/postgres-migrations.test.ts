@@ -115,20 +115,20 @@ describe("PostgresBackend migration 3", () => {
 
   it("adds the columns, takes RECONCILING runs from the claim index, and keeps the data", async () => {
     const schema = await versionTwo();
-    expect(SCHEMA_VERSION).toBe(8);
+    expect(SCHEMA_VERSION).toBe(9);
     const backend = new PostgresBackend({ connectionString: db.url, schema, migrate: false });
     opened.push(backend);
     const refused = await backend.init().then(
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 8");
-    expect(await backend.migrate()).toEqual({ from: 2, to: 8 });
+    expect(refused?.message).toContain("is at Cairn schema version 2, this version of Cairn needs 9");
+    expect(await backend.migrate()).toEqual({ from: 2, to: 9 });
     await backend.init();
 
     const q = pg.escapeIdentifier(schema);
     const applied = await db.query(`SELECT version FROM ${q}.cairn_migrations ORDER BY version`);
-    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(applied.rows.map((r) => r.version)).toEqual([1, 2, 3, 4, 5, 6, 7, 8, 9]);
     // Migration 8 replaced runs_runnable with runs_claim_order, on the same runnable states.
     const index = await db.query<{ indexdef: string }>(
       "SELECT indexdef FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_claim_order'",
@@ -236,8 +236,8 @@ describe("PostgresBackend migration 4", () => {
       () => undefined,
       (e: unknown) => e as Error,
     );
-    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 8");
-    expect(await backend.migrate()).toEqual({ from: 3, to: 8 });
+    expect(refused?.message).toContain("is at Cairn schema version 3, this version of Cairn needs 9");
+    expect(await backend.migrate()).toEqual({ from: 3, to: 9 });
     await backend.init();
 
     const first = await backend.listTransitionsSince({ after: null, limit: 10 });

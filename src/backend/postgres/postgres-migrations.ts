@@ -260,6 +260,42 @@ CREATE INDEX runs_by_concurrency_key ON ${s}.runs (concurrency_key, (created_at 
   WHERE concurrency_key IS NOT NULL AND state IN (${RUNNABLE_LIST_V3});
 `,
   },
+  {
+    version: 9,
+    name: "schedules and shared rate limits",
+    // A schedule row is its definition and where its ticks stand, written by compare-and-set on
+    // version (of the workers that plan the same tick, one writes); a rate limit row is the time
+    // its next slot is free (fractional epoch ms), moved forward by each call that takes a slot in
+    // one UPDATE. Independent of migration 8: it touches no table that one does.
+    sql: (s) => `
+CREATE TABLE ${s}.schedules (
+  id             TEXT COLLATE "C" PRIMARY KEY,
+  agent          TEXT COLLATE "C" NOT NULL,
+  workflow       TEXT COLLATE "C" NOT NULL,
+  input          JSON NOT NULL,
+  cron           TEXT,
+  time_zone      TEXT,
+  every_ms       BIGINT,
+  overlap        TEXT NOT NULL,
+  catch_up       TEXT NOT NULL,
+  catch_up_limit INTEGER NOT NULL,
+  paused         BOOLEAN NOT NULL,
+  next_at        BIGINT,
+  last_tick_at   BIGINT,
+  last_run_id    TEXT COLLATE "C",
+  pending_at     BIGINT,
+  buffered_at    BIGINT,
+  version        INTEGER NOT NULL,
+  created_at     BIGINT NOT NULL,
+  updated_at     BIGINT NOT NULL
+);
+CREATE TABLE ${s}.rate_limits (
+  name       TEXT COLLATE "C" PRIMARY KEY,
+  next_at    DOUBLE PRECISION NOT NULL,
+  updated_at BIGINT NOT NULL
+);
+`,
+  },
 ];
 
 /** The schema version this code reads and writes. */

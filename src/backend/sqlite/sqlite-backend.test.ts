@@ -39,6 +39,7 @@ function removeDatabase(path: string): void {
 runBackendConformance("sqlite (file)", () => new SqliteBackend({ path: tempPath() }), {
   cleanup: async (backend) => removeDatabase(backend.path),
   transitionFeed: true,
+  schedules: true,
   wakeUps: true,
 });
 runBackendConformance(
@@ -47,11 +48,13 @@ runBackendConformance(
   {
     cleanup: async (backend) => removeDatabase(backend.path),
     transitionFeed: true,
+    schedules: true,
     wakeUps: true,
   },
 );
 runBackendConformance("sqlite (:memory:)", () => new SqliteBackend({ path: ":memory:" }), {
   transitionFeed: true,
+  schedules: true,
   wakeUps: true,
 });
 

@@ -7,7 +7,7 @@ import type {
   TransitionRecord,
   WaitRecord,
 } from "../../core/records.ts";
-import type { RuntimeBackend } from "../backend.ts";
+import type { RateLimitStore, RuntimeBackend, ScheduleStore } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
@@ -29,7 +29,9 @@ import { SqliteJournal } from "./sqlite-journal.ts";
 import { SqliteLeases } from "./sqlite-leases.ts";
 import type { SqliteBackendOptions, SqliteSynchronous } from "./sqlite-options.ts";
 import { SqlitePrune } from "./sqlite-prune.ts";
+import { SqliteRateLimits } from "./sqlite-rate-limits.ts";
 import { SqliteRuns } from "./sqlite-runs.ts";
+import { SqliteSchedules } from "./sqlite-schedules.ts";
 import { SqliteSignals } from "./sqlite-signals.ts";
 import { prepareStatements } from "./sqlite-statements.ts";
 import { SqliteStops } from "./sqlite-stops.ts";
@@ -54,6 +56,8 @@ interface SqliteParts {
   readonly forks: SqliteForks;
   readonly prune: SqlitePrune;
   readonly wakeUps: SqliteWakeUps;
+  readonly schedules: SqliteSchedules;
+  readonly rateLimits: SqliteRateLimits;
 }
 
 /**
@@ -111,6 +115,8 @@ export class SqliteBackend implements RuntimeBackend {
         forks: new SqliteForks(connection, s, this.inlineLimitBytes),
         prune: new SqlitePrune(connection),
         wakeUps: new SqliteWakeUps(connection.db, connection.bell),
+        schedules: new SqliteSchedules(connection),
+        rateLimits: new SqliteRateLimits(connection),
       };
     } catch (error) {
       connection.close();
@@ -131,6 +137,16 @@ export class SqliteBackend implements RuntimeBackend {
    */
   get synchronous(): SqliteSynchronous {
     return this.#open().connection.synchronous;
+  }
+
+  /** Schedule records (`ScheduleStore`), once the backend is open. */
+  get schedules(): ScheduleStore {
+    return this.#open().schedules;
+  }
+
+  /** Shared rate limits (`RateLimitStore`), once the backend is open. */
+  get rateLimits(): RateLimitStore {
+    return this.#open().rateLimits;
   }
 
   async createRun(input: CreateRunInput): Promise<CreateRunResult> {

@@ -66,13 +66,13 @@ describe("SqliteBackend schema", () => {
     for (const path of paths.splice(0)) removeDatabase(path);
   });
 
-  it("uses WAL, foreign keys and records schema version 7", async () => {
-    expect(SCHEMA_VERSION).toBe(7);
+  it("uses WAL, foreign keys and records schema version 8", async () => {
+    expect(SCHEMA_VERSION).toBe(8);
     const backend = await open();
     const raw = new Database(backend.path, { readonly: true });
     try {
       expect(raw.pragma("journal_mode", { simple: true })).toBe("wal");
-      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("7");
+      expect(raw.prepare("SELECT value FROM cairn_meta WHERE key = 'schema_version'").pluck().get()).toBe("8");
       const columns = (table: string) => raw.prepare(`SELECT name FROM pragma_table_info('${table}')`).pluck().all();
       expect(columns("steps")).toContain("effect");
       expect(columns("runs")).toEqual(expect.arrayContaining(["usage", "acceptance"]));

@@ -9,7 +9,7 @@ import { StorageError } from "../../core/errors.ts";
  */
 
 /** The schema this code writes; stored in `cairn_meta` so later versions can migrate. */
-export const SCHEMA_VERSION = 7;
+export const SCHEMA_VERSION = 8;
 
 /** DDL of schema version 1 (runs, transitions, steps); every statement is idempotent. */
 export const SCHEMA_V1 = `
@@ -197,6 +197,42 @@ CREATE INDEX runs_key_holders ON runs (concurrency_key)
   WHERE concurrency_key IS NOT NULL AND lease_owner IS NOT NULL;
 `;
 
+/**
+ * Schema version 8, on top of the version before it: schedules and shared rate limits (DESIGN §4
+ * *Schedules*, *Rate limits*). A schedule row is its definition and where its ticks stand, written
+ * by compare-and-set on `version`; a rate limit row is the time its next slot is free (`next_at`,
+ * fractional epoch ms), moved forward by each call that takes a slot. Written apart from version 7,
+ * so that it applies whichever of the two a file has.
+ */
+export const MIGRATION_V8 = `
+CREATE TABLE IF NOT EXISTS schedules (
+  id             TEXT PRIMARY KEY,
+  agent          TEXT NOT NULL,
+  workflow       TEXT NOT NULL,
+  input          TEXT NOT NULL,
+  cron           TEXT,
+  time_zone      TEXT,
+  every_ms       INTEGER,
+  overlap        TEXT NOT NULL,
+  catch_up       TEXT NOT NULL,
+  catch_up_limit INTEGER NOT NULL,
+  paused         INTEGER NOT NULL,
+  next_at        INTEGER,
+  last_tick_at   INTEGER,
+  last_run_id    TEXT,
+  pending_at     INTEGER,
+  buffered_at    INTEGER,
+  version        INTEGER NOT NULL,
+  created_at     INTEGER NOT NULL,
+  updated_at     INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS rate_limits (
+  name       TEXT PRIMARY KEY,
+  next_at    REAL NOT NULL,
+  updated_at INTEGER NOT NULL
+) WITHOUT ROWID;
+`;
+
 /** Every schema version and the DDL that brings the version before it there, in order. */
 const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 1, sql: SCHEMA_V1 },
@@ -206,6 +242,7 @@ const MIGRATIONS: ReadonlyArray<{ version: number; sql: string }> = [
   { version: 5, sql: MIGRATION_V5 },
   { version: 6, sql: MIGRATION_V6 },
   { version: 7, sql: MIGRATION_V7 },
+  { version: 8, sql: MIGRATION_V8 },
 ];
 
 /**

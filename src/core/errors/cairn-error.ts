@@ -22,6 +22,7 @@ export type CairnErrorCode =
   | "HEARTBEAT_TIMEOUT"
   | "LEASE_LOST"
   | "RUN_NOT_FOUND"
+  | "SCHEDULE_NOT_FOUND"
   | "RUN_NOT_RESUMABLE"
   | "RUN_FAILED"
   | "RUN_BLOCKED"

@@ -15,6 +15,11 @@ export class RunNotFoundError extends CairnError {
   readonly code = "RUN_NOT_FOUND" as const;
 }
 
+/** No schedule has this id. */
+export class ScheduleNotFoundError extends CairnError {
+  readonly code = "SCHEDULE_NOT_FOUND" as const;
+}
+
 /** `resume` was asked of a run that cannot be resumed from its state. */
 export class RunNotResumableError extends CairnError {
   readonly code = "RUN_NOT_RESUMABLE" as const;
@@ -108,6 +113,7 @@ markErrorClasses({
   ImportConflictError,
   LeaseLostError,
   RunNotFoundError,
+  ScheduleNotFoundError,
   RunNotResumableError,
   RunNotOpenError,
   CancelledError,

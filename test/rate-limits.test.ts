@@ -1,0 +1,97 @@
+import { spawn } from "node:child_process";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { InMemoryBackend } from "../src/backend/memory/memory-backend.ts";
+import { ModelUnavailableError } from "../src/core/errors.ts";
+import { PostgresBackend } from "../src/postgres.ts";
+import { SharedRateLimiter } from "../src/runtime/rate-limiter.ts";
+import { VirtualClock } from "../src/runtime/virtual-clock.ts";
+import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
+
+const CHILD = join(import.meta.dirname, "rate-limits", "caller-child.ts");
+
+describe("shared rate limits on the virtual clock", () => {
+  it("spaces calls periodMs / limit apart: 100 calls at 20 per second take 4.95 s", async () => {
+    const clock = new VirtualClock();
+    const start = clock.now();
+    const limiter = new SharedRateLimiter(new InMemoryBackend(), { api: { limit: 20, periodMs: 1000 } }, { clock });
+    const times: number[] = [];
+    for (let i = 0; i < 100; i++) {
+      await limiter.take("api");
+      times.push(clock.now() - start);
+    }
+    expect(times.slice(0, 4)).toEqual([0, 50, 100, 150]);
+    expect(times.at(-1)).toBe(4950);
+    // In every window of one second, at most 20 calls.
+    for (const t of times) expect(times.filter((u) => u >= t && u < t + 1000).length).toBeLessThanOrEqual(20);
+  });
+
+  it("holds the limit for everyone when a call is told to retry after a while (429)", async () => {
+    const clock = new VirtualClock();
+    const backend = new InMemoryBackend();
+    const logged: string[] = [];
+    const logger = { debug() {}, info: (m: string) => logged.push(m), warn: (m: string) => logged.push(m), error() {} };
+    const a = new SharedRateLimiter(backend, { model: { limit: 10, periodMs: 1000 } }, { clock, logger });
+    const b = new SharedRateLimiter(backend, { model: { limit: 10, periodMs: 1000 } }, { clock });
+    const tooMany = new ModelUnavailableError("429", { provider: "test", status: 429, retryAfterMs: 30_000 });
+    await expect(a.run("model", () => Promise.reject(tooMany))).rejects.toBe(tooMany);
+    const before = clock.now();
+    expect(await b.take("model")).toBe(30_000);
+    expect(clock.now() - before).toBe(30_000);
+    expect(logged.some((m) => m.includes('rate limit "model" held for 30000 ms'))).toBe(true);
+    expect(() => new SharedRateLimiter(backend, { bad: { limit: 0, periodMs: 1000 } })).toThrow(/whole number/);
+    await expect(a.take("unknown")).rejects.toThrow(/no rate limit named "unknown"/);
+  });
+});
+
+let db: TestDatabase | undefined;
+beforeAll(async () => {
+  db = await startTestDatabase();
+}, 60_000);
+afterAll(async () => {
+  await db?.close();
+});
+
+describe("a shared rate limit across processes (PostgreSQL)", () => {
+  it("holds 20 per second within 10% over 10 s with 3 processes calling as fast as they may", async () => {
+    const url = (db as TestDatabase).url;
+    const schema = "rate_limits_test";
+    const backend = new PostgresBackend({ connectionString: url, schema });
+    await backend.init(); // the schema, before the callers race for it
+    await backend.close();
+    const durationMs = 10_000;
+    const startAt = Date.now() + 6000; // the processes start in a few seconds on a busy machine
+    const outputs = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<string>((resolve, reject) => {
+            const child = spawn(process.execPath, [
+              "--import",
+              "tsx",
+              CHILD,
+              url,
+              schema,
+              String(startAt),
+              String(durationMs),
+            ]);
+            let out = "";
+            let err = "";
+            child.stdout.on("data", (d) => (out += d));
+            child.stderr.on("data", (d) => (err += d));
+            child.on("close", (code) =>
+              code === 0 ? resolve(out) : reject(new Error(`caller exited ${code}: ${err}`)),
+            );
+          }),
+      ),
+    );
+    const perProcess = outputs.map((out) => JSON.parse(/calls (.*)/.exec(out)?.[1] ?? "[]") as number[]);
+    const calls = perProcess.flat().sort((a, b) => a - b);
+    const rate = calls.length / (durationMs / 1000);
+    console.log(
+      `rate limit 20/s over ${durationMs} ms, 3 processes x 4 callers: ${calls.length} calls (${rate.toFixed(1)}/s; per process ${perProcess.map((p) => p.length).join(", ")})`,
+    );
+    expect(perProcess.every((p) => p.length > 0)).toBe(true);
+    expect(rate).toBeGreaterThanOrEqual(18);
+    expect(rate).toBeLessThanOrEqual(22);
+  }, 90_000);
+});
