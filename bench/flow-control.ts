@@ -9,8 +9,8 @@
  * difference is the cost of the keyed claim: the per-key lock and count). Runs claimed per second,
  * median of R rounds (default 3; off and keys alternate within each round).
  *
- *   node --import tsx bench/flow-control.ts
- *   node --import tsx bench/flow-control.ts --runs 5000 --claimers 8 --keys 20 --rounds 5 --skip-sqlite
+ *   npm run bench:flow
+ *   npm run bench:flow -- --runs 5000 --claimers 8 --keys 20 --rounds 5 --skip-sqlite
  *   CAIRN_BENCH_PG_URL=postgresql://user@host:5432/postgres node --import tsx bench/flow-control.ts
  *
  * Prints the goal and MISSED when keys cost more than 20 % of the throughput.
