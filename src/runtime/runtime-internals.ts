@@ -18,6 +18,7 @@ import { priceTable } from "../core/prices.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled } from "../core/run-state.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "../core/serialize.ts";
+import { runTransition } from "../core/telemetry/metrics.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
 import type { Worker } from "../worker/worker.ts";
 import { checkId } from "./client-checks.ts";
@@ -244,6 +245,7 @@ export class RuntimeInternals {
 
   /** A transition this runtime made: told to the event streams, the listeners and the waiters. */
   emit(transition: TransitionRecord, run: RunRecord): void {
+    runTransition(transition, run);
     const ended = this.ended(run);
     this.events.transition(transition, ended);
     for (const listener of this.#listeners) {
