@@ -23,7 +23,7 @@ export type {
   LeaseStore,
   RenewRequest,
 } from "./contract/lease-store.ts";
-export type { CreateRunInput, CreateRunResult, RunFilter, RunStore } from "./contract/run-store.ts";
+export type { CreateRunInput, CreateRunResult, RunCounts, RunFilter, RunStore } from "./contract/run-store.ts";
 export type { SignalRequest, SignalResult, SignalStore } from "./contract/signal-store.ts";
 export type { StopRunRequest, StopStore } from "./contract/stop-store.ts";
 export type {

@@ -12,7 +12,7 @@ import type { RuntimeBackend } from "../backend.ts";
 import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
-import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { CreateRunInput, CreateRunResult, RunCounts, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
 import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/transition-feed.ts";
@@ -23,7 +23,7 @@ import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
 import { planFork } from "../rules/fork-rules.ts";
 import { planImport } from "../rules/import-rules.ts";
-import { claimed, isClaimable } from "../rules/lease-rules.ts";
+import { claimed, countRunRecords, isClaimable } from "../rules/lease-rules.ts";
 import { hasEnded, type Plan } from "../rules/plan.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import { planSignal, signalTarget } from "../rules/signal-rules.ts";
@@ -42,12 +42,10 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #transitions = new Map<string, TransitionRecord[]>();
   readonly #steps = new Map<string, Map<number, StepRecord>>();
   readonly #listeners = new Set<(wake: Wake) => void>();
-  /** Waits by run, then by wait id. */
-  readonly #waits = new Map<string, Map<string, WaitRecord>>();
+  readonly #waits = new Map<string, Map<string, WaitRecord>>(); // by run, then by wait id
   /** Signals by run, then by message id (insertion order = arrival order). */
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
-  /** Every transition in the order it was written (the global feed). */
-  readonly #feed = new MemoryFeed();
+  readonly #feed = new MemoryFeed(); // every transition in the order it was written
 
   async init(): Promise<void> {}
   async close(): Promise<void> {}
@@ -111,6 +109,10 @@ export class InMemoryBackend implements RuntimeBackend {
       .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
     const offset = filter.offset ?? 0;
     return all.slice(offset, offset + (filter.limit ?? 100)).map((r) => ({ ...r }));
+  }
+
+  async countRuns(now: number): Promise<RunCounts> {
+    return countRunRecords(this.#runs.values(), now);
   }
 
   async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {

@@ -1,5 +1,6 @@
 import type { RunRecord } from "../../core/records.ts";
 import type { RunState } from "../../core/run-state.ts";
+import type { RunCounts } from "../contract/run-store.ts";
 
 /** The rules of a claim, shared by every backend. */
 
@@ -37,4 +38,18 @@ export function isClaimable(
 /** The run after a claim by `workerId`. */
 export function claimed(run: RunRecord, workerId: string, now: number, leaseMs: number): RunRecord {
   return { ...run, epoch: run.epoch + 1, leaseOwner: workerId, leaseExpiresAt: now + leaseMs, updatedAt: now };
+}
+
+/** `countRuns` over run records: runs per (state, paused reason), and the backlog (claimable now). */
+export function countRunRecords(runs: Iterable<RunRecord>, now: number): RunCounts {
+  const byKey = new Map<string, RunCounts["states"][number]>();
+  let backlog = 0;
+  for (const run of runs) {
+    const key = `${run.state}\u0000${run.pausedReason ?? ""}`;
+    const entry = byKey.get(key);
+    if (entry) entry.count++;
+    else byKey.set(key, { state: run.state, pausedReason: run.pausedReason, count: 1 });
+    if (isClaimable(run, now)) backlog++;
+  }
+  return { states: [...byKey.values()], backlog };
 }
