@@ -6,6 +6,7 @@ import { RunEndedError } from "../core/errors.ts";
 import type { Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { JobSpec, RunContract } from "../core/run-contract.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome } from "../core/run-state.ts";
+import { traceHeaders } from "../core/telemetry/trace-context.ts";
 import { CairnHttpError } from "./http-error.ts";
 import type {
   RemoteAgent,
@@ -343,6 +344,8 @@ export class CairnClient {
       headers: {
         Accept: "application/json",
         ...this.#auth(),
+        // The caller's trace (its active span) goes on on the server: a run started here joins it.
+        ...traceHeaders(),
         ...(body !== undefined && { "Content-Type": "application/json" }),
       },
       ...(body !== undefined && { body: JSON.stringify(body) }),

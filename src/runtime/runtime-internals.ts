@@ -21,6 +21,7 @@ import { DEFAULT_MAX_PAYLOAD_BYTES } from "../core/serialize.ts";
 import { runTransition } from "../core/telemetry/metrics.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
 import type { Worker } from "../worker/worker.ts";
+import { watchBacklog } from "./backlog-gauge.ts";
 import { checkId } from "./client-checks.ts";
 import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
@@ -66,6 +67,8 @@ export class RuntimeInternals {
   readonly #waiters = new RunWaiters();
   #started: Promise<void> | undefined;
   #closed = false;
+  /** Removes this runtime from the backlog gauge (`watchBacklog`). */
+  #unwatchBacklog: () => void = () => {};
   #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
@@ -134,6 +137,7 @@ export class RuntimeInternals {
   start(handleSignals: boolean): Promise<void> {
     this.#started ??= (async () => {
       await this.backend.init();
+      this.#unwatchBacklog = watchBacklog(this.backend);
       // A runtime with a worker listens from the start; a client-only one when it first waits.
       if (this.worker) await this.#subscribe();
       this.worker?.start();
@@ -180,6 +184,7 @@ export class RuntimeInternals {
       const unsubscribe = await this.#subscription?.catch(() => undefined);
       await unsubscribe?.().catch(() => {});
       this.#backendClosed = true;
+      this.#unwatchBacklog();
       await this.backend.close();
     }
     this.events.closeAll();

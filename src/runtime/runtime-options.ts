@@ -166,6 +166,14 @@ export interface StartOptions {
   /** Budgets of this run, per key over the agent's (tokens, costUsd, modelCalls, toolCalls, steps, wallTimeMs). */
   budget?: Budget;
   /**
+   * A W3C `traceparent` the run's trace continues when no OpenTelemetry span is active here (the
+   * HTTP server passes a request's header; a queue consumer, its message's). One that is not a
+   * valid `traceparent` is ignored. @default the active span's context, if any
+   */
+  traceparent?: string;
+  /** The W3C `tracestate` that goes with {@link StartOptions.traceparent}. */
+  tracestate?: string;
+  /**
    * What the run is for, as the run contract's `job` section shows it (`exportRun`); whatever is
    * not given there stays empty.
    */

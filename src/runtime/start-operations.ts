@@ -5,7 +5,7 @@ import { parseWorkflowInput } from "../core/input-schema.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { toJson } from "../core/serialize.ts";
 import { recordError, startRunStartSpan } from "../core/telemetry/spans.ts";
-import { activeContext, storedTraceContext } from "../core/telemetry/trace-context.ts";
+import { startParentContext, storedTraceContext } from "../core/telemetry/trace-context.ts";
 import { newRunId } from "./run-id.ts";
 import { type StartOptions, startMeta } from "./runtime-options.ts";
 
@@ -50,7 +50,8 @@ export async function startRun(
   if (!checked.ok) throw checked.error;
   const id = newRunId();
   // The run's trace: its executions' spans start under this one, in whatever process runs them.
-  const started = startRunStartSpan(activeContext(), id, agent.name, workflow);
+  const parent = startParentContext(options.traceparent, options.tracestate);
+  const started = startRunStartSpan(parent, id, agent.name, workflow);
   try {
     const meta = startMeta(agent, options, host.maxPayloadBytes);
     const trace = storedTraceContext(started.context);

@@ -20,8 +20,13 @@ import type { RunRecord, StepRecord } from "../records.ts";
  *       attempt     `attempt <n>`             one per attempt; `cairn.retry` from the second on
  */
 
-/** The tracer every Cairn span comes from (a proxy: an SDK registered later is used). */
-export const tracer: Tracer = trace.getTracer("cairn");
+/**
+ * The tracer of the provider registered now. Asked once per run start and execution (the API's
+ * proxy tracer would keep the first provider it found for ever); steps use their execution's.
+ */
+function currentTracer(): Tracer {
+  return trace.getTracer("cairn");
+}
 
 /** Cairn's span attributes. */
 export const ATTR = {
@@ -51,6 +56,8 @@ export const ATTR = {
 export interface SpanScope {
   readonly span: Span;
   readonly context: Context;
+  /** The tracer spans under it come from. */
+  readonly tracer: Tracer;
 }
 
 /**
@@ -58,6 +65,7 @@ export interface SpanScope {
  * context), linked to `link` (a child run's: the parent's span that spawned it).
  */
 export function startRunSpan(run: RunRecord, workerId: string, parent: Context, link?: Link): SpanScope {
+  const tracer = currentTracer();
   const span = tracer.startSpan(
     `run ${run.agent}.${run.workflow}`,
     link ? { kind: SpanKind.INTERNAL, links: [link] } : { kind: SpanKind.INTERNAL },
@@ -75,7 +83,7 @@ export function startRunSpan(run: RunRecord, workerId: string, parent: Context, 
     if (run.parentRunId !== null) attributes[ATTR.parentRunId] = run.parentRunId;
     span.setAttributes(attributes);
   }
-  return { span, context: trace.setSpan(parent, span) };
+  return { span, context: trace.setSpan(parent, span), tracer };
 }
 
 /**
@@ -84,6 +92,7 @@ export function startRunSpan(run: RunRecord, workerId: string, parent: Context, 
  */
 export function startStepSpan(parent: SpanScope | undefined, step: StepRecord): SpanScope | undefined {
   if (!parent?.span.isRecording()) return undefined;
+  const { tracer } = parent;
   const span = tracer.startSpan(`${step.kind} ${step.name}`, { kind: SpanKind.INTERNAL }, parent.context);
   span.setAttributes({
     [ATTR.runId]: step.runId,
@@ -91,7 +100,7 @@ export function startStepSpan(parent: SpanScope | undefined, step: StepRecord): 
     [ATTR.stepName]: step.name,
     [ATTR.stepKind]: step.kind,
   });
-  return { span, context: trace.setSpan(parent.context, span) };
+  return { span, context: trace.setSpan(parent.context, span), tracer };
 }
 
 /** Ends a step's span with how the step ended (its status, attempts, effect, error code). */
@@ -123,6 +132,7 @@ export function startAttemptSpan(
   retryCause: string | undefined,
 ): SpanScope | undefined {
   if (!parent) return undefined;
+  const { tracer } = parent;
   const span = tracer.startSpan(`attempt ${attempt}`, { kind: SpanKind.INTERNAL }, parent.context);
   const attributes: Attributes = {
     [ATTR.runId]: step.runId,
@@ -134,7 +144,7 @@ export function startAttemptSpan(
   if (retryCause !== undefined) attributes[ATTR.retryCause] = retryCause;
   if (step.effect) attributes[ATTR.effectKey] = step.effect.idempotencyKey;
   span.setAttributes(attributes);
-  return { span, context: trace.setSpan(parent.context, span) };
+  return { span, context: trace.setSpan(parent.context, span), tracer };
 }
 
 /** Ends an attempt's span: OK, or the error it threw (with its Cairn `code`). */
@@ -171,6 +181,7 @@ export function endOpenSpans(open: Set<SpanScope>, how: string): void {
 
 /** The span of wait step `seq` (its kind and name), under the execution's span. */
 export function startWaitSpan(parent: SpanScope, runId: string, seq: number, kind: string, name: string): SpanScope {
+  const { tracer } = parent;
   const span = tracer.startSpan(`wait ${name}`, { kind: SpanKind.INTERNAL }, parent.context);
   span.setAttributes({
     [ATTR.runId]: runId,
@@ -179,7 +190,7 @@ export function startWaitSpan(parent: SpanScope, runId: string, seq: number, kin
     [ATTR.stepKind]: "wait",
     "cairn.wait.kind": kind,
   });
-  return { span, context: trace.setSpan(parent.context, span) };
+  return { span, context: trace.setSpan(parent.context, span), tracer };
 }
 
 /** Ends a wait's span: resolved, or the error its resolution gave the workflow. */
@@ -202,9 +213,10 @@ export function startRunStartSpan(
   workflow: string,
   how = "start",
 ): SpanScope {
+  const tracer = currentTracer();
   const span = tracer.startSpan(`${how} ${agent}.${workflow}`, { kind: SpanKind.PRODUCER }, parent);
   if (span.isRecording()) {
     span.setAttributes({ [ATTR.runId]: runId, [ATTR.agent]: agent, [ATTR.workflow]: workflow });
   }
-  return { span, context: trace.setSpan(parent, span) };
+  return { span, context: trace.setSpan(parent, span), tracer };
 }

@@ -78,3 +78,34 @@ export function runSpanContext(meta: Readonly<Record<string, Json>>): SpanContex
 export function activeContext(): Context {
   return context.active();
 }
+
+/**
+ * The `traceparent` (and `tracestate`) headers of the active span, for a request that carries
+ * the caller's trace to a server; none without an active span.
+ */
+export function traceHeaders(): Record<string, string> {
+  const stored = storedTraceContext(context.active());
+  if (!stored) return {};
+  return stored.tracestate ? { traceparent: stored.traceparent, tracestate: stored.tracestate } : { ...stored };
+}
+
+/**
+ * The context a request's `traceparent` and `tracestate` headers name (remote parent), or the
+ * active one when they name none.
+ */
+export function requestTraceContext(traceparent: string | undefined, tracestate: string | undefined): Context {
+  const spanContext = parseTraceparent(traceparent, tracestate);
+  return spanContext ? trace.setSpanContext(context.active(), spanContext) : context.active();
+}
+
+/**
+ * The parent of a run's start span: the active span when there is one (an SDK's context manager
+ * carries it), else the W3C context given (`StartOptions.traceparent`), else the active context.
+ */
+export function startParentContext(traceparent: string | undefined, tracestate: string | undefined): Context {
+  const active = context.active();
+  if (traceparent === undefined || isSpanContextValid(trace.getSpanContext(active) ?? INVALID)) return active;
+  return requestTraceContext(traceparent, tracestate);
+}
+
+const INVALID: SpanContext = { traceId: "", spanId: "", traceFlags: 0 };
