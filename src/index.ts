@@ -200,6 +200,7 @@ export type {
   SandboxHandle,
 } from "./core/sandbox-handle.ts";
 export { ReplayedError } from "./core/serialize.ts";
+export type { StoredTraceContext } from "./core/telemetry/trace-context.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { describeWait } from "./core/wait-description.ts";
 export {
@@ -214,6 +215,7 @@ export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export type { ImportResult, MoveOptions } from "./runtime/import-operations.ts";
+export { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from "./runtime/metrics-text.ts";
 export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";
 export { RunHandle } from "./runtime/run-handle.ts";
 export { type RunHistory, Runtime, type RuntimeOptions, type StartOptions } from "./runtime/runtime.ts";

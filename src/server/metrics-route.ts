@@ -2,10 +2,8 @@ import { createHash, timingSafeEqual } from "node:crypto";
 import type { OpenAPIHono } from "@hono/zod-openapi";
 import { context } from "@opentelemetry/api";
 import type { MiddlewareHandler } from "hono";
-import { PAUSED_REASONS, RUN_STATES } from "../core/run-state.ts";
-import { processMetrics } from "../core/telemetry/metrics.ts";
-import { type GaugeFamily, PROMETHEUS_CONTENT_TYPE, prometheusText } from "../core/telemetry/prometheus-text.ts";
 import { requestTraceContext } from "../core/telemetry/trace-context.ts";
+import { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from "../runtime/metrics-text.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { authenticate, type Principal, requires, type ServerEnv, type TokenAuthenticator } from "./auth.ts";
 
@@ -21,7 +19,7 @@ export function registerMetricsRoute(
   auth: { authenticator: TokenAuthenticator; local: Principal; metricsToken: string | undefined },
 ): void {
   app.get("/metrics", metricsAccess(auth), async (c) => {
-    const text = prometheusText(processMetrics, await backendGauges(runtime));
+    const text = await prometheusMetrics(runtime.backend);
     return c.body(text, 200, { "Content-Type": PROMETHEUS_CONTENT_TYPE, "Cache-Control": "no-store" });
   });
 }
@@ -42,36 +40,6 @@ function metricsAccess(auth: {
       await admin(c, next);
     });
   };
-}
-
-/** Runs by state, paused runs by reason and the backlog, from the backend (none when it cannot count). */
-async function backendGauges(runtime: Runtime): Promise<GaugeFamily[]> {
-  const counts = await runtime.backend.countRuns?.(Date.now());
-  if (!counts) return [];
-  const byState = new Map<string, number>();
-  const byReason = new Map<string, number>();
-  for (const entry of counts.states) {
-    byState.set(entry.state, (byState.get(entry.state) ?? 0) + entry.count);
-    if (entry.pausedReason !== null)
-      byReason.set(entry.pausedReason, (byReason.get(entry.pausedReason) ?? 0) + entry.count);
-  }
-  return [
-    {
-      name: "cairn_runs",
-      help: "Runs in the backend, by state.",
-      samples: RUN_STATES.map((state) => ({ labels: { state }, value: byState.get(state) ?? 0 })),
-    },
-    {
-      name: "cairn_runs_paused",
-      help: "PAUSED runs in the backend, by reason.",
-      samples: PAUSED_REASONS.map((reason) => ({ labels: { reason }, value: byReason.get(reason) ?? 0 })),
-    },
-    {
-      name: "cairn_runs_backlog",
-      help: "Runs that are runnable and that no worker holds (no live lease).",
-      samples: [{ labels: {}, value: counts.backlog }],
-    },
-  ];
 }
 
 /**

@@ -121,14 +121,14 @@ export function runTransition(transition: TransitionRecord, run: RunRecord): voi
 export function stepEnded(step: StepRecord, parked: boolean): void {
   const status = parked ? "awaiting_retry" : step.status;
   const seconds = Math.max(0, ((step.endedAt ?? Date.now()) - step.startedAt) / 1000);
-  local.steps.record(seconds, { kind: step.kind, status });
+  local.steps.record(seconds, { kind: step.kind, status }, `${step.kind}\u0000${status}`);
   otel().steps.record(seconds, { "cairn.step.kind": step.kind, "cairn.step.status": status });
   if (step.effect && step.status !== "started") count("effects", { status: step.effect.status });
 }
 
 /** An attempt of a step of `kind` starts; `retry` from its second on. */
 export function attemptStarted(kind: StepKind, retry: boolean): void {
-  local.attempts.add(1, { kind, retry: String(retry) });
+  local.attempts.add(1, { kind, retry: String(retry) }, retry ? `${kind}\u0001` : kind);
   otel().attempts.add(1, { "cairn.step.kind": kind, "cairn.retry": retry });
 }
 
