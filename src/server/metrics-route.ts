@@ -30,6 +30,9 @@ function metricsAccess(auth: {
   local: Principal;
   metricsToken: string | undefined;
 }): MiddlewareHandler<ServerEnv> {
+  if (auth.metricsToken !== undefined && auth.metricsToken.trim().length < 16) {
+    throw new RangeError("metricsToken must be at least 16 characters, as every token of the server");
+  }
   const wanted = auth.metricsToken === undefined ? undefined : digest(auth.metricsToken);
   const authenticated = authenticate(auth.authenticator, auth.local);
   const admin = requires("administer");
