@@ -51,6 +51,8 @@ const local = {
 
 interface Instruments {
   provider: MeterProvider;
+  /** No MeterProvider registered (the API's no-op one): per-step figures skip the Meter. */
+  noop: boolean;
   runsStarted: OtelCounter;
   runsEnded: OtelCounter;
   runsPaused: OtelCounter;
@@ -85,6 +87,7 @@ function otel(): Instruments {
   });
   instruments = {
     provider,
+    noop: provider.constructor?.name === "NoopMeterProvider",
     runsStarted: meter.createCounter("cairn.runs.started", { description: "Runs started." }),
     runsEnded: meter.createCounter("cairn.runs.ended", { description: "Runs that reached a terminal state." }),
     runsPaused: meter.createCounter("cairn.runs.paused", { description: "Runs paused, by reason." }),
@@ -122,14 +125,16 @@ export function stepEnded(step: StepRecord, parked: boolean): void {
   const status = parked ? "awaiting_retry" : step.status;
   const seconds = Math.max(0, ((step.endedAt ?? Date.now()) - step.startedAt) / 1000);
   local.steps.record(seconds, { kind: step.kind, status }, `${step.kind}\u0000${status}`);
-  otel().steps.record(seconds, { "cairn.step.kind": step.kind, "cairn.step.status": status });
+  const meter = otel();
+  if (!meter.noop) meter.steps.record(seconds, { "cairn.step.kind": step.kind, "cairn.step.status": status });
   if (step.effect && step.status !== "started") count("effects", { status: step.effect.status });
 }
 
 /** An attempt of a step of `kind` starts; `retry` from its second on. */
 export function attemptStarted(kind: StepKind, retry: boolean): void {
   local.attempts.add(1, { kind, retry: String(retry) }, retry ? `${kind}\u0001` : kind);
-  otel().attempts.add(1, { "cairn.step.kind": kind, "cairn.retry": retry });
+  const meter = otel();
+  if (!meter.noop) meter.attempts.add(1, { "cairn.step.kind": kind, "cairn.retry": retry });
 }
 
 /** A model call answered: its tokens and cost. */
