@@ -5,7 +5,8 @@
  * run: one bare synchronous SQLite commit (WAL, synchronous=FULL), the fsync a durable step
  * cannot avoid. With `--peers`, the same workflow also runs on DBOS (PostgreSQL) and LangGraph
  * (SqliteSaver) in every round; those live in bench/peers/, a separate package, so that they never
- * become dependencies of cairn.
+ * become dependencies of cairn. The rows "tracing on" run with an OpenTelemetry SDK registered
+ * (bench/tracing-sdk.ts, spans dropped); every other row runs with none (the API's no-op tracer).
  *
  *   npm run bench                     # builds dist/, then 1,000 steps, 5 rounds
  *   npm run bench -- --steps 5000 --rounds 3
@@ -29,6 +30,7 @@ import {
 import { SqliteBackend } from "cairn/sqlite";
 import type { LoadPeers, Peer } from "./peers/peer.ts";
 import { percentiles, printTable, type Row } from "./report.ts";
+import { withTracing } from "./tracing-sdk.ts";
 
 const { values } = parseArgs({
   options: {
@@ -193,6 +195,8 @@ const add = (name: string, gapsUs: number[]) => {
   samples[name] ??= [];
   samples[name].push(gapsUs);
 };
+const TRACED_MEMORY = "cairn InMemoryBackend, tracing on (SDK, spans dropped)";
+const TRACED_SQLITE = 'cairn SQLite "machine", tracing on (SDK, spans dropped)';
 let sqliteSeq = 0;
 const sqlite = (durability: "process" | "machine") => () =>
   new SqliteBackend({ path: join(dir, `cairn-${durability}-${sqliteSeq++}.db`), durability });
@@ -204,8 +208,10 @@ for (let round = 0; round < ROUNDS; round++) {
   add("plain async function (no durability)", await plainBaseline(STEPS));
   add("cairn InMemoryBackend (within a run)", await runtimeRound(() => new InMemoryBackend()));
   add("cairn InMemoryBackend, whole run (run() to result)", await wholeRunRound());
+  add(TRACED_MEMORY, await withTracing(() => runtimeRound(() => new InMemoryBackend())));
   add('cairn SQLite durability "process"', await runtimeRound(sqlite("process")));
   add('cairn SQLite durability "machine"', await runtimeRound(sqlite("machine")));
+  add(TRACED_SQLITE, await withTracing(() => runtimeRound(sqlite("machine"))));
   add("two bare commits, synchronous=FULL (effect limit)", bareCommits("FULL", STEPS, 2));
   add('cairn SQLite "machine", effect tool', await runtimeRound(sqlite("machine"), "effect"));
   add('cairn SQLite "machine", llm step (scripted model)', await runtimeRound(sqlite("machine"), "llm"));
@@ -255,5 +261,22 @@ notes.push(
   `llm step: ${llm("meanUs").toFixed(2)}× a tool step on the same backend, ${llm("p50").toFixed(2)}× at p50 (goal: within 1.2×)` +
     `${verdict(llm("meanUs") <= 1.2)}. It journals the request and the whole response (text, usage, model) and prices the` +
     " call; the model itself answers at once.",
+);
+for (const [traced, untraced] of [
+  [TRACED_MEMORY, "cairn InMemoryBackend (within a run)"],
+  [TRACED_SQLITE, 'cairn SQLite durability "machine"'],
+]) {
+  const tracedRow = rows.find((r) => r.name === traced);
+  const untracedRow = rows.find((r) => r.name === untraced);
+  const on = tracedRow?.meanUs ?? Number.NaN;
+  const off = untracedRow?.meanUs ?? Number.NaN;
+  const overhead = on / off - 1;
+  const p50 = (tracedRow?.p50 ?? Number.NaN) / (untracedRow?.p50 ?? Number.NaN) - 1;
+  notes.push(
+    `Tracing on, ${untraced}: +${(on - off).toFixed(1)} µs/step, ${(100 * overhead).toFixed(1)}% (p50 ${(100 * p50).toFixed(1)}%; goal: at most 10%)${verdict(overhead <= 0.1)}.`,
+  );
+}
+notes.push(
+  "No SDK registered (every other row): one non-recording span per run start and execution, no span per step or attempt.",
 );
 printTable(rows, limit, { steps: STEPS, rounds: ROUNDS, dir }, notes);

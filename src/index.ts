@@ -225,6 +225,7 @@ export {
   type ScheduleRecord,
 } from "./core/schedules.ts";
 export { ReplayedError } from "./core/serialize.ts";
+export type { StoredTraceContext } from "./core/telemetry/trace-context.ts";
 export { assertTransition, canTransition, RESUMABLE_FAILURES, TRANSITIONS } from "./core/transitions.ts";
 export { describeWait } from "./core/wait-description.ts";
 export {
@@ -239,6 +240,7 @@ export type { VerdictOptions } from "./runtime/contract-operations.ts";
 export { type CostFigures, type CostFilter, type CostReport, costFormula } from "./runtime/cost-report.ts";
 export type { ReconcileOptions } from "./runtime/effect-operations.ts";
 export type { ImportResult, MoveOptions } from "./runtime/import-operations.ts";
+export { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from "./runtime/metrics-text.ts";
 export type { PruneOptions, PruneResult } from "./runtime/prune-operations.ts";
 export { type RateLimit, SharedRateLimiter, type SharedRateLimiterOptions } from "./runtime/rate-limiter.ts";
 export { buildRunContract, type RunContractInput } from "./runtime/run-contract-builder.ts";

@@ -28,7 +28,7 @@ export type {
 } from "./contract/lease-store.ts";
 export type { PruneRunsRequest, PruneRunsResult, PruneStore } from "./contract/prune-store.ts";
 export type { RateLimitStore } from "./contract/rate-limit-store.ts";
-export type { CreateRunInput, CreateRunResult, RunFilter, RunStore } from "./contract/run-store.ts";
+export type { CreateRunInput, CreateRunResult, RunCounts, RunFilter, RunStore } from "./contract/run-store.ts";
 export type { ScheduleStore } from "./contract/schedule-store.ts";
 export type { SignalRequest, SignalResult, SignalStore } from "./contract/signal-store.ts";
 export type { StopRunRequest, StopStore } from "./contract/stop-store.ts";

@@ -6,6 +6,7 @@ import { RunEndedError } from "../core/errors.ts";
 import type { Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { JobSpec, RunContract } from "../core/run-contract.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome } from "../core/run-state.ts";
+import { traceHeaders } from "../core/telemetry/trace-context.ts";
 import type { RemoteAgentName, RemoteInput, RemoteOutput, RemoteWorkflowName } from "./agent-types.ts";
 import { CairnHttpError } from "./http-error.ts";
 import type {
@@ -352,6 +353,8 @@ export class CairnClient<Agents = unknown> {
       headers: {
         Accept: "application/json",
         ...this.#auth(),
+        // The caller's trace (its active span) goes on on the server: a run started here joins it.
+        ...traceHeaders(),
         ...(body !== undefined && { "Content-Type": "application/json" }),
       },
       ...(body !== undefined && { body: JSON.stringify(body) }),

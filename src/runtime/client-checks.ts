@@ -73,6 +73,11 @@ export function checkStartOptions(options: StartOptions): void {
   }
   checkOptionalName(options.key, "key");
   checkActor(options.by);
+  for (const header of ["traceparent", "tracestate"] as const) {
+    if (options[header] !== undefined && typeof options[header] !== "string") {
+      throw new InvalidInputError(`${header} must be a W3C ${header} header's text (got ${describe(options[header])})`);
+    }
+  }
 }
 
 /** What `accept` and `reject` take: who and why. */

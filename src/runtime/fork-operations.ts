@@ -5,6 +5,8 @@ import { forkJournal, rerunPoint } from "../core/fork-journal.ts";
 import { parseWorkflowInput } from "../core/input-schema.ts";
 import type { Actor, Json, RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { toJson } from "../core/serialize.ts";
+import { startRunStartSpan } from "../core/telemetry/spans.ts";
+import { activeContext, storedTraceContext } from "../core/telemetry/trace-context.ts";
 import { newRunId } from "./run-id.ts";
 
 /**
@@ -93,7 +95,7 @@ async function makeFork(
       key: null,
       input,
       versions: host.versions(source),
-      meta: options.module === undefined ? source.meta : { ...source.meta, module: options.module },
+      meta: forkMeta(source, options, id),
       actor: by,
       reason: `${what} run ${source.id} at step ${options.fromStep}`,
       at,
@@ -116,4 +118,21 @@ function forkInput(host: ForkOperationsHost, source: RunRecord, options: ForkOpt
   }
   const what = `the input of the fork of run ${source.id}`;
   return toJson(options.input, what, host.maxPayloadBytes) ?? null;
+}
+
+/**
+ * The fork's meta: the source's (with the module given), in a trace of its own that starts under
+ * the active context (the source's trace is not continued: the fork is another run).
+ */
+function forkMeta(
+  source: RunRecord,
+  options: ForkOptions & { kind: "fork" | "rerun" },
+  id: string,
+): Record<string, Json> {
+  const { trace: _, ...meta } = options.module === undefined ? source.meta : { ...source.meta, module: options.module };
+  const started = startRunStartSpan(activeContext(), id, source.agent, source.workflow, options.kind);
+  started.span.setAttribute("cairn.forked_from", source.id);
+  const trace = storedTraceContext(started.context);
+  started.span.end();
+  return trace ? { ...meta, trace: { ...trace } } : meta;
 }

@@ -110,7 +110,9 @@ function childSpawner(options: EnvelopeHostOptions): EnvelopeHost["spawn"] {
       // At most what the parent has left, per key, under the child agent's own limits.
       ...(() => {
         const budget = capBudget(options.agentBudget(child.agent) ?? {}, child.budget);
-        return { meta: Object.keys(budget).length > 0 ? { budget: budget as Json } : {} };
+        const meta: Record<string, Json> = Object.keys(budget).length > 0 ? { budget: budget as Json } : {};
+        if (child.trace) meta.trace = { ...child.trace };
+        return { meta };
       })(),
       actor: { kind: "worker", id: run.leaseOwner ?? "unknown" },
       reason: `spawned by run ${run.id}`,

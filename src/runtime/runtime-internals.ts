@@ -19,8 +19,10 @@ import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled } from "../core/run-state.ts";
 import { toLogger } from "../core/safe-logger.ts";
 import { DEFAULT_MAX_PAYLOAD_BYTES } from "../core/serialize.ts";
+import { runTransition } from "../core/telemetry/metrics.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
 import type { Worker } from "../worker/worker.ts";
+import { watchBacklog } from "./backlog-gauge.ts";
 import { checkId } from "./client-checks.ts";
 import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
@@ -69,6 +71,8 @@ export class RuntimeInternals {
   readonly #waiters = new RunWaiters();
   #started: Promise<void> | undefined;
   #closed = false;
+  /** Removes this runtime from the backlog gauge (`watchBacklog`). */
+  #unwatchBacklog: () => void = () => {};
   #subscription: Promise<(() => Promise<void>) | undefined> | undefined;
   #backendClosed = false;
   #signalHandler: ((signal: NodeJS.Signals) => void) | undefined;
@@ -141,6 +145,7 @@ export class RuntimeInternals {
   start(handleSignals: boolean): Promise<void> {
     this.#started ??= (async () => {
       await this.backend.init();
+      this.#unwatchBacklog = watchBacklog(this.backend);
       // A runtime with a worker listens from the start; a client-only one when it first waits.
       if (this.worker) await this.#subscribe();
       this.worker?.start();
@@ -190,6 +195,7 @@ export class RuntimeInternals {
       const unsubscribe = await this.#subscription?.catch(() => undefined);
       await unsubscribe?.().catch(() => {});
       this.#backendClosed = true;
+      this.#unwatchBacklog();
       await this.backend.close();
     }
     this.events.closeAll();
@@ -258,6 +264,7 @@ export class RuntimeInternals {
 
   /** A transition this runtime made: told to the event streams, the listeners and the waiters. */
   emit(transition: TransitionRecord, run: RunRecord): void {
+    runTransition(transition, run);
     const ended = this.ended(run);
     this.events.transition(transition, ended);
     for (const listener of this.#listeners) {

@@ -27,7 +27,13 @@ describe("startMeta", () => {
     );
   });
 
-  const optionKeys = RESERVED_META_KEYS.filter((key) => key !== "imported");
+  it("refuses meta.trace from the caller: the runtime records the run's trace context", () => {
+    expect(() => startMeta(agent, { meta: { trace: { traceparent: "x" } } }, LIMIT)).toThrow(
+      /^meta\.trace is reserved: .*OpenTelemetry span active when the run starts/,
+    );
+  });
+
+  const optionKeys = RESERVED_META_KEYS.filter((key) => key !== "imported" && key !== "trace");
   it.each(optionKeys)("refuses meta.%s from the caller, naming the key and the option to use", (key) => {
     const refused = () => startMeta(agent, { meta: { [key]: "x" } }, LIMIT);
     expect(refused).toThrow(InvalidInputError);

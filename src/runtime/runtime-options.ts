@@ -187,6 +187,14 @@ export interface StartOptions extends RunFlowOptions {
   /** Budgets of this run, per key over the agent's (tokens, costUsd, modelCalls, toolCalls, steps, wallTimeMs). */
   budget?: Budget;
   /**
+   * A W3C `traceparent` the run's trace continues when no OpenTelemetry span is active here (the
+   * HTTP server passes a request's header; a queue consumer, its message's). One that is not a
+   * valid `traceparent` is ignored. @default the active span's context, if any
+   */
+  traceparent?: string;
+  /** The W3C `tracestate` that goes with {@link StartOptions.traceparent}. */
+  tracestate?: string;
+  /**
    * What the run is for, as the run contract's `job` section shows it (`exportRun`); whatever is
    * not given there stays empty.
    */
@@ -196,10 +204,11 @@ export interface StartOptions extends RunFlowOptions {
 /**
  * The keys of a run's `meta` that the runtime and the CLI read back: `module` (the file `cairn
  * resume` imports), `compensate` (the run's compensation mode), `budget` (its caps) and `job`
- * (the run contract's job). A caller's `meta` may not hold them: each is set by its own option,
+ * (the run contract's job), and `trace` (the W3C trace context its executions' spans continue,
+ * recorded from the span active when it starts). A caller's `meta` may not hold them: each is set by its own option,
  * which is checked, and `module` never comes from a caller's data.
  */
-export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job", "imported"] as const;
+export const RESERVED_META_KEYS = ["module", "compensate", "budget", "job", "imported", "trace"] as const;
 
 /** One of {@link RESERVED_META_KEYS}. */
 export type ReservedMetaKey = (typeof RESERVED_META_KEYS)[number];
@@ -211,6 +220,8 @@ const INSTEAD: { readonly [K in ReservedMetaKey]: string } = {
   budget: "the `budget` option",
   job: "the `job` option",
   imported: "`runtime.importRun`, which records where an imported run came from",
+  trace:
+    "an OpenTelemetry span active when the run starts (or a `traceparent` header over HTTP): the run's trace context is recorded from it",
 };
 
 /** Why `meta` (a caller's) holds a reserved key, naming it and what to use instead; or undefined. */

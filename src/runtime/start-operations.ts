@@ -5,6 +5,8 @@ import { resolveRunFlow } from "../core/flow-control.ts";
 import { parseWorkflowInput } from "../core/input-schema.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { toJson } from "../core/serialize.ts";
+import { recordError, startRunStartSpan } from "../core/telemetry/spans.ts";
+import { startParentContext, storedTraceContext } from "../core/telemetry/trace-context.ts";
 import { newRunId } from "./run-id.ts";
 import { type StartOptions, startMeta } from "./runtime-options.ts";
 
@@ -48,22 +50,40 @@ export async function startRun(
   const checked = parseWorkflowInput(agent, workflow, input, "No run was started");
   if (!checked.ok) throw checked.error;
   const flow = resolveRunFlow(agent.name, workflow, agent.flow, checked.value, options);
-  const created = await host.backend.createRun({
-    id: newRunId(),
-    agent: agent.name,
-    workflow,
-    key: options.key ?? null,
-    input: toJson(input, `the input of workflow "${workflow}" of agent "${agent.name}"`, host.maxPayloadBytes) ?? null,
-    versions: host.versions(agent.name),
-    meta: startMeta(agent, options, host.maxPayloadBytes),
-    actor: options.by ?? { kind: "user", id: "local" },
-    reason: options.key ? `started with key "${options.key}"` : "started",
-    at: Date.now(),
-    flow,
-  });
-  if (created.created) {
-    host.emit(created.transition, created.run);
-    host.worker?.poke();
+  const id = newRunId();
+  // The run's trace: its executions' spans start under this one, in whatever process runs them.
+  const parent = startParentContext(options.traceparent, options.tracestate);
+  const started = startRunStartSpan(parent, id, agent.name, workflow);
+  try {
+    const meta = startMeta(agent, options, host.maxPayloadBytes);
+    const trace = storedTraceContext(started.context);
+    if (trace) meta.trace = { ...trace };
+    const created = await host.backend.createRun({
+      id,
+      agent: agent.name,
+      workflow,
+      key: options.key ?? null,
+      input:
+        toJson(input, `the input of workflow "${workflow}" of agent "${agent.name}"`, host.maxPayloadBytes) ?? null,
+      versions: host.versions(agent.name),
+      meta,
+      actor: options.by ?? { kind: "user", id: "local" },
+      reason: options.key ? `started with key "${options.key}"` : "started",
+      at: Date.now(),
+      flow,
+    });
+    if (created.created) {
+      host.emit(created.transition, created.run);
+      host.worker?.poke();
+    } else {
+      // The key named a run that exists: its own trace goes on, this span only says so.
+      started.span.setAttribute("cairn.run.existing", created.run.id);
+    }
+    return { runId: created.run.id, created: created.created };
+  } catch (error) {
+    recordError(started.span, error);
+    throw error;
+  } finally {
+    started.span.end();
   }
-  return { runId: created.run.id, created: created.created };
 }

@@ -1,4 +1,5 @@
 import type { Json } from "../core/records.ts";
+import type { StartOptions } from "../runtime/runtime-options.ts";
 import { actorOf } from "./auth.ts";
 import { registerPruneHandler } from "./prune-route.ts";
 import {
@@ -74,6 +75,8 @@ function registerStartHandler(app: ServerApp, ctx: ServerContext): void {
       ...(body.concurrencyLimit !== undefined && { concurrencyLimit: body.concurrencyLimit }),
       ...(body.priority !== undefined && { priority: body.priority }),
       ...(module !== undefined && { module }),
+      // The caller's trace, also where no context manager carries it (see `traceparentContext`).
+      ...traceOptions(c.req.header("traceparent"), c.req.header("tracestate")),
     });
     const run = await runtime.getRun(handle.id);
     return handle.created
@@ -191,4 +194,10 @@ function stripUndefined<T extends object>(value: T): { [K in keyof T]: Exclude<T
   return Object.fromEntries(Object.entries(value).filter(([, v]) => v !== undefined)) as {
     [K in keyof T]: Exclude<T[K], undefined>;
   };
+}
+
+/** The start options carrying a request's W3C trace context headers. */
+function traceOptions(traceparent: string | undefined, tracestate: string | undefined): StartOptions {
+  if (traceparent === undefined) return {};
+  return tracestate === undefined ? { traceparent } : { traceparent, tracestate };
 }

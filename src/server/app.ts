@@ -18,6 +18,7 @@ import {
 import { ApiError, sendError } from "./errors.ts";
 import { registerEventHandlers } from "./event-handlers.ts";
 import { DEFAULT_BODY_LIMIT_BYTES } from "./json-body.ts";
+import { registerMetricsRoute, traceparentContext } from "./metrics-route.ts";
 import { registerReadHandlers } from "./read-handlers.ts";
 import { type GuardOptions, hostGuard, originGuard, securityHeaders } from "./request-guard.ts";
 import { RunFeed } from "./run-feed.ts";
@@ -91,6 +92,11 @@ export interface ServerOptions {
   heartbeatMs?: number;
   /** Runs one page of `GET /api/runs` looks at, at most (a selective filter may give short pages). @default 5000 */
   listScanLimit?: number;
+  /**
+   * A bearer token that may read `GET /metrics` and nothing else (a Prometheus scraper's). Without
+   * it, `/metrics` needs an admin token (or nothing, when the server has no tokens). @default none
+   */
+  metricsToken?: string;
 }
 
 /** A server made by {@link createServer}. */
@@ -153,12 +159,14 @@ export function createServer(runtime: Runtime, options: ServerOptions = {}): Cai
     return next();
   });
   app.use("/api/*", authenticate(authenticator, local, ctx.switchable));
+  app.use("/api/*", traceparentContext);
 
   registerReadHandlers(app, ctx);
   registerActionHandlers(app, ctx);
   registerEventHandlers(app, ctx);
   registerScheduleHandlers(app, ctx);
   documentApi(app);
+  registerMetricsRoute(app, runtime, { authenticator, local, metricsToken: options.metricsToken });
 
   if (options.staticRoot !== undefined) {
     const [skipApi, file, index] = staticFiles(options.staticRoot);

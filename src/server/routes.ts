@@ -79,6 +79,9 @@ import {
  *                                     settles
  * GET  /api/events                  (SSE) every run: "ready" first, then "transition"
  * GET  /openapi.json                → the OpenAPI 3 document of these routes (no token needed)
+ * GET  /metrics                     → the Prometheus text format: runs by state, paused by reason, the
+ *                                     backlog, this process's counters; admin, or the metricsToken
+ * Every /api request may carry `traceparent` (W3C): a run it starts joins the caller's trace.
  * anything else outside /api        → the static files of `staticRoot` (index.html for unknown paths)
  *
  * Events (src/server/event-handlers.ts has the details):

@@ -3,7 +3,10 @@ import type { EnvelopeOutcome } from "../core/envelope/envelope-outcome.ts";
 import { LeaseLostError, RuntimeClosedError, StorageError, VersionMismatchError } from "../core/errors.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { serializeError } from "../core/serialize.ts";
+import { claimedToStart } from "../core/telemetry/metrics.ts";
+import { recordError } from "../core/telemetry/spans.ts";
 import { carryOutStop, endCancelledHere, failUndrivable, recordOutcome } from "./execution-endings.ts";
+import { endExecutionSpan, noteRunState, startExecutionSpan } from "./execution-span.ts";
 import type { RunExecution } from "./run-execution.ts";
 import { firstLine, handBack, startReason } from "./run-transitions.ts";
 
@@ -19,29 +22,40 @@ import { firstLine, handBack, startReason } from "./run-transitions.ts";
  * fail the same way again, ended FAILED.
  */
 export function driveRun(execution: RunExecution, recorded?: TransitionRecord): Promise<void> {
-  return executeRun(execution, recorded).catch((error: unknown) => {
-    const { logger } = execution.scope.deps;
-    const runId = execution.runId;
-    if (error instanceof LeaseLostError || error instanceof RuntimeClosedError) {
-      logger.warn({ runId }, `dropped run ${runId}: ${(error as Error).message}`);
-    } else if (error instanceof StorageError) {
-      // The store failed under the run (a database restart, a lost connection) and the run
-      // could not be handed back (INTERRUPTED not recorded). Not an error of the run: its lease
-      // is no longer renewed, and once it lapses any worker records INTERRUPTED and resumes the
-      // run from what was committed. A commit that failed on a lost connection may have
-      // committed or not; nothing here depends on which, recovery reads the run's row.
-      logger.warn(
-        { runId },
-        `dropped run ${runId}: ${firstLine(error.message)}; it resumes from its checkpoints once its lease lapses`,
-      );
-    } else {
-      // Not a crash: the store refused what the run wrote (it would refuse it again), or the
-      // run could not be set up (a stored option its code cannot take). Ended visibly, with
-      // the error, rather than left RUNNING or looping through recoveries.
-      logger.error({ runId, error: serializeError(error) }, `run ${runId} could not be driven`);
-      return failUndrivable(execution, error);
-    }
-  });
+  const trace = startExecutionSpan(execution);
+  execution.trace = trace;
+  return executeRun(execution, recorded)
+    .catch((error: unknown) => {
+      recordError(trace.span, error);
+      return dropped(execution, error);
+    })
+    .finally(() => endExecutionSpan(trace, execution.run));
+}
+
+/** A run whose execution threw: dropped (its lease lapses) or, when it would throw again, FAILED. */
+function dropped(execution: RunExecution, error: unknown): Promise<void> | undefined {
+  const { logger } = execution.scope.deps;
+  const runId = execution.runId;
+  if (error instanceof LeaseLostError || error instanceof RuntimeClosedError) {
+    logger.warn({ runId }, `dropped run ${runId}: ${(error as Error).message}`);
+  } else if (error instanceof StorageError) {
+    // The store failed under the run (a database restart, a lost connection) and the run
+    // could not be handed back (INTERRUPTED not recorded). Not an error of the run: its lease
+    // is no longer renewed, and once it lapses any worker records INTERRUPTED and resumes the
+    // run from what was committed. A commit that failed on a lost connection may have
+    // committed or not; nothing here depends on which, recovery reads the run's row.
+    logger.warn(
+      { runId },
+      `dropped run ${runId}: ${firstLine(error.message)}; it resumes from its checkpoints once its lease lapses`,
+    );
+  } else {
+    // Not a crash: the store refused what the run wrote (it would refuse it again), or the
+    // run could not be set up (a stored option its code cannot take). Ended visibly, with
+    // the error, rather than left RUNNING or looping through recoveries.
+    logger.error({ runId, error: serializeError(error) }, `run ${runId} could not be driven`);
+    return failUndrivable(execution, error);
+  }
+  return undefined;
 }
 
 async function executeRun(execution: RunExecution, recorded?: TransitionRecord): Promise<void> {
@@ -158,6 +172,7 @@ async function endedBeforeStart(execution: RunExecution, agent: AgentDefinition)
 async function executeWorkflow(execution: RunExecution, agent: AgentDefinition, fresh: boolean): Promise<void> {
   const started = execution.run;
   const { backend } = execution.scope.deps;
+  let first = true;
   for (;;) {
     const [journal, waits] = fresh
       ? [[], []]
@@ -165,6 +180,8 @@ async function executeWorkflow(execution: RunExecution, agent: AgentDefinition, 
     fresh = false;
     const envelope = execution.envelopeFor(started, agent, journal, waits);
     execution.applyStop();
+    if (first) claimedToStart(Date.now() - execution.claimedAt);
+    first = false;
     const outcome: EnvelopeOutcome = await envelope.execute();
     // A workflow that returned before a stop reached it completes: the stop came too late, as
     // it would a moment later (and the results it returned ride with COMPLETED).
@@ -201,6 +218,7 @@ async function pause(execution: RunExecution, outcome: Extract<EnvelopeOutcome, 
   });
   if (result.paused) {
     deps.onTransition(result.transition, result.run);
+    noteRunState(execution.trace, result.run);
     for (const wait of outcome.waits) if (wait.dueAt !== null) execution.scope.armDue(wait.dueAt);
     return true;
   }

@@ -1,4 +1,5 @@
 import type { RunRecord } from "../core/records.ts";
+import { leaseTakenOver } from "../core/telemetry/metrics.ts";
 import { ignoreRace, writeTransition } from "./run-transitions.ts";
 import { sweepEndedRunSandboxes } from "./sandbox-cleanup.ts";
 import { isDeadLocalOwner } from "./worker-id.ts";
@@ -90,7 +91,10 @@ export class RecoverySweep {
   async #lostClaim(run: RunRecord, now: number): Promise<void> {
     const lapsed = run.leaseExpiresAt !== null && run.leaseExpiresAt <= now;
     if (lapsed) return this.#host.poke();
-    if (run.leaseOwner !== null && isDeadLocalOwner(run.leaseOwner)) await this.#host.takeOverClaim(run);
+    if (run.leaseOwner !== null && isDeadLocalOwner(run.leaseOwner)) {
+      await this.#host.takeOverClaim(run);
+      leaseTakenOver();
+    }
   }
 
   async #interruptLost(run: RunRecord, now: number): Promise<void> {
@@ -108,7 +112,9 @@ export class RecoverySweep {
         })`,
       },
       { takeover: { epoch: run.epoch, leaseExpiresAt: run.leaseExpiresAt } },
-    ).catch((error: unknown) => ignoreRace(deps.logger, error));
+    )
+      .then(() => leaseTakenOver())
+      .catch((error: unknown) => ignoreRace(deps.logger, error));
   }
 
   /** INTERRUPTED runs within the automatic-recovery bound go RESUMING. */

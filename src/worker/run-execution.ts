@@ -3,6 +3,7 @@ import type { AgentDefinition } from "../core/agent-definition.ts";
 import { WorkflowEnvelope } from "../core/envelope/workflow-envelope.ts";
 import { CancelledError, LeaseLostError, RuntimeClosedError } from "../core/errors.ts";
 import type { Actor, RunRecord, StepRecord, StopRequest, WaitRecord } from "../core/records.ts";
+import type { SpanScope } from "../core/telemetry/spans.ts";
 import { firstLine, type RunChange, writeTransition } from "./run-transitions.ts";
 import type { WorkerDeps, WorkerSettings } from "./worker-options.ts";
 
@@ -38,6 +39,10 @@ export class RunExecution {
   envelope: WorkflowEnvelope | undefined = undefined;
   /** A stop request this worker is carrying out. */
   stop: StopRequest | undefined = undefined;
+  /** The span of this execution (`driveRun` starts it): its envelopes' steps start under it. */
+  trace: SpanScope | undefined = undefined;
+  /** When this worker claimed the run (its clock): the claim-to-start latency counts from it. */
+  readonly claimedAt = Date.now();
   /** Settles once the execution has ended (its end recorded, or the run dropped). */
   done: Promise<void> = Promise.resolve();
   /**
@@ -93,8 +98,9 @@ export class RunExecution {
     waits?: readonly WaitRecord[],
   ): WorkflowEnvelope {
     const host = this.scope.deps.host(run, () => envelope, this.holdLease);
+    const trace = this.trace;
     const envelope: WorkflowEnvelope = new WorkflowEnvelope(
-      waits === undefined ? { run, agent, journal, host } : { run, agent, journal, waits, host },
+      waits === undefined ? { run, agent, journal, host, trace } : { run, agent, journal, waits, host, trace },
     );
     this.envelope = envelope;
     const closing = this.scope.closing();

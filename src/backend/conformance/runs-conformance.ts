@@ -17,6 +17,32 @@ export function describeRuns(use: UseBackend): void {
   describeCreateRun(use);
   describeGetRun(use);
   describeListRuns(use);
+  describeCountRuns(use);
+}
+
+/** `countRuns` (optional in the contract; every built-in backend has it). */
+function describeCountRuns(use: UseBackend): void {
+  describe("countRuns", () => {
+    it("counts runs per state and the backlog: runnable, with no live lease", async () => {
+      const backend = use();
+      if (!backend.countRuns) return;
+      expect(await backend.countRuns(T0)).toEqual({ states: [], backlog: 0 });
+      await newRun(backend, { at: T0 });
+      await newRun(backend, { at: T0 });
+      await runningRun(backend);
+      const claimedOnly = await newRun(backend, { at: T0 });
+      await backend.claimRun({ runId: claimedOnly.id, workerId: "w-claim", now: T0, leaseMs: LEASE_MS });
+      const now = await backend.countRuns(T0 + 1);
+      const sorted = [...now.states].sort((a, b) => a.state.localeCompare(b.state));
+      expect(sorted).toEqual([
+        { state: "PENDING", pausedReason: null, count: 3 },
+        { state: "RUNNING", pausedReason: null, count: 1 },
+      ]);
+      // The claimed PENDING run is not backlog while its lease lives; it is once the lease lapsed.
+      expect(now.backlog).toBe(2);
+      expect((await backend.countRuns(T0 + LEASE_MS + 1)).backlog).toBe(3);
+    });
+  });
 }
 
 /** `createRun`. */

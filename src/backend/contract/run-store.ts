@@ -8,7 +8,7 @@ import type {
   TransitionRecord,
   Versions,
 } from "../../core/records.ts";
-import type { RunState } from "../../core/run-state.ts";
+import type { PausedReason, RunState } from "../../core/run-state.ts";
 
 /**
  * The runs role of the storage contract: creating, reading and listing runs, and an operator's
@@ -32,6 +32,20 @@ export interface RunStore {
    * has a verdict (`AlreadyDecidedError`), else sets `acceptance` and returns the run.
    */
   recordAcceptance(runId: string, acceptance: AcceptanceRecord): Promise<RunRecord>;
+  /**
+   * How many runs are in each (state, paused reason), and the backlog: runs that a worker could
+   * claim at `now` and that none holds (a runnable state, no live lease). For `/metrics`: one
+   * grouped count, no rows read. Optional for a custom backend (its metrics then leave these out).
+   */
+  countRuns?(now: number): Promise<RunCounts>;
+}
+
+/** What `countRuns` returns. */
+export interface RunCounts {
+  /** One entry per (state, paused reason) that has runs. */
+  states: Array<{ state: RunState; pausedReason: PausedReason | null; count: number }>;
+  /** Runs in a runnable state with no live lease. */
+  backlog: number;
 }
 
 /** What `createRun` returns: the run created with its first transition, or the run its key names. */

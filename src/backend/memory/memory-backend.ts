@@ -13,7 +13,7 @@ import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { PruneRunsRequest, PruneRunsResult } from "../contract/prune-store.ts";
-import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { CreateRunInput, CreateRunResult, RunCounts, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
 import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/transition-feed.ts";
@@ -24,7 +24,7 @@ import { planChildSweep } from "../rules/child-sweep-rules.ts";
 import { type EndContext, planTransition } from "../rules/ending-rules.ts";
 import { planFork } from "../rules/fork-rules.ts";
 import { planImport } from "../rules/import-rules.ts";
-import { claimed, nextClaim } from "../rules/lease-rules.ts";
+import { claimed, countRunRecords, nextClaim } from "../rules/lease-rules.ts";
 import { hasEnded, type Plan } from "../rules/plan.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import { planSignal, signalTarget } from "../rules/signal-rules.ts";
@@ -44,8 +44,7 @@ export class InMemoryBackend implements RuntimeBackend {
   readonly #transitions = new Map<string, TransitionRecord[]>();
   readonly #steps = new Map<string, Map<number, StepRecord>>();
   readonly #listeners = new Set<(wake: Wake) => void>();
-  /** Waits by run, then by wait id. */
-  readonly #waits = new Map<string, Map<string, WaitRecord>>();
+  readonly #waits = new Map<string, Map<string, WaitRecord>>(); // by run, then by wait id
   /** Signals by run, then by message id (insertion order = arrival order). */
   readonly #signals = new Map<string, Map<string, SignalRecord>>();
   readonly #feed = new MemoryFeed();
@@ -119,6 +118,10 @@ export class InMemoryBackend implements RuntimeBackend {
       .sort((a, b) => b.createdAt - a.createdAt || (a.id < b.id ? 1 : -1));
     const offset = filter.offset ?? 0;
     return all.slice(offset, offset + (filter.limit ?? 100)).map((r) => ({ ...r }));
+  }
+
+  async countRuns(now: number): Promise<RunCounts> {
+    return countRunRecords(this.#runs.values(), now);
   }
 
   async claimRun(request: ClaimRequest): Promise<RunRecord | undefined> {

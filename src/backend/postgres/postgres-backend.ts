@@ -11,7 +11,7 @@ import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimedRun, ClaimManyRequest, ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { PruneRunsRequest, PruneRunsResult } from "../contract/prune-store.ts";
-import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { CreateRunInput, CreateRunResult, RunCounts, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
 import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/transition-feed.ts";
@@ -192,6 +192,10 @@ export class PostgresBackend implements RuntimeBackend {
 
   getRun(runId: string): Promise<RunRecord | undefined> {
     return this.#runs.getRun(runId);
+  }
+
+  countRuns(now: number): Promise<RunCounts> {
+    return this.#runs.countRuns(now);
   }
 
   listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {

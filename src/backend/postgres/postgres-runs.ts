@@ -1,14 +1,16 @@
 import { InvalidInputError, StorageError } from "../../core/errors.ts";
 import type { AcceptanceRecord, RunRecord } from "../../core/records.ts";
-import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { PausedReason, RunState } from "../../core/run-state.ts";
+import type { CreateRunInput, CreateRunResult, RunCounts, RunFilter } from "../contract/run-store.ts";
 import { RUN_COLUMNS, type RunRow, rowToRun, runValues } from "../rows/run-rows.ts";
 import { TRANSITION_VALUE_COLUMNS, transitionParams } from "../rows/transition-rows.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import { CommitBatcher, type Settled, settle } from "./batching/postgres-commit-batcher.ts";
+import { claimable } from "./postgres-lease-statements.ts";
 import { wakePayload } from "./postgres-listener.ts";
 import type { PostgresShared } from "./postgres-plans.ts";
 import { recordsetJson } from "./postgres-recordset.ts";
-import type { Sql } from "./postgres-sql.ts";
+import { quoteIdent, type Sql, sql } from "./postgres-sql.ts";
 
 /** The runs of `PostgresBackend` (`RunStore`): creating, reading and listing runs, and acceptance. */
 export class PostgresRuns {
@@ -19,6 +21,7 @@ export class PostgresRuns {
   #reads: CommitBatcher<string, RunRecord | undefined> | undefined;
   /** `listRuns` statements by their WHERE clause. */
   readonly #listRuns = new Map<string, Sql>();
+  #countRuns: Sql | undefined;
 
   constructor(shared: PostgresShared) {
     this.#x = shared;
@@ -109,6 +112,27 @@ export class PostgresRuns {
       const row = byId.get(id);
       return { ok: true, value: row && rowToRun(row) };
     });
+  }
+
+  /** See `RunStore.countRuns`: one grouped scan, the backlog counted with the claim's own predicate. */
+  async countRuns(now: number): Promise<RunCounts> {
+    const { db, schema } = this.#x;
+    const pool = db.ready();
+    this.#countRuns ??= sql(
+      `SELECT state, paused_reason, count(*)::int AS n, (count(*) FILTER (WHERE ${claimable("r")}))::int AS backlog
+         FROM ${quoteIdent(schema)}.runs r GROUP BY state, paused_reason`,
+    );
+    const statement = this.#countRuns;
+    const rows = await db.call("countRuns", () =>
+      db.query<{ state: RunState; paused_reason: PausedReason | null; n: number; backlog: number }>(pool, statement, [
+        now,
+        null,
+      ]),
+    );
+    return {
+      states: rows.map((r) => ({ state: r.state, pausedReason: r.paused_reason, count: r.n })),
+      backlog: rows.reduce((sum, r) => sum + r.backlog, 0),
+    };
   }
 
   async listRuns(filter: RunFilter): Promise<RunRecord[]> {

@@ -2,6 +2,7 @@ import { claimOrder, holdsSlot } from "../../core/flow-control.ts";
 import type { RunRecord } from "../../core/records.ts";
 import type { RunState } from "../../core/run-state.ts";
 import type { ClaimRequest } from "../contract/lease-store.ts";
+import type { RunCounts } from "../contract/run-store.ts";
 
 /** The rules of a claim, shared by every backend. */
 
@@ -70,4 +71,18 @@ export function nextClaim(runs: readonly RunRecord[], request: ClaimRequest): Ru
     .filter((r) => isClaimable(r, request.now, request.agents))
     .sort((a, b) => claimOrder(a) - claimOrder(b) || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   return candidates.find((run) => hasFreeSlot(run, runs, request.now));
+}
+
+/** `countRuns` over run records: runs per (state, paused reason), and the backlog (claimable now). */
+export function countRunRecords(runs: Iterable<RunRecord>, now: number): RunCounts {
+  const byKey = new Map<string, RunCounts["states"][number]>();
+  let backlog = 0;
+  for (const run of runs) {
+    const key = `${run.state}\u0000${run.pausedReason ?? ""}`;
+    const entry = byKey.get(key);
+    if (entry) entry.count++;
+    else byKey.set(key, { state: run.state, pausedReason: run.pausedReason, count: 1 });
+    if (isClaimable(run, now)) backlog++;
+  }
+  return { states: [...byKey.values()], backlog };
 }

@@ -12,7 +12,7 @@ import type { ForkRunRequest, ForkRunResult } from "../contract/fork-store.ts";
 import type { ImportRunInput, ImportRunResult } from "../contract/import-store.ts";
 import type { ClaimRequest, RenewRequest } from "../contract/lease-store.ts";
 import type { PruneRunsRequest, PruneRunsResult } from "../contract/prune-store.ts";
-import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { CreateRunInput, CreateRunResult, RunCounts, RunFilter } from "../contract/run-store.ts";
 import type { SignalRequest, SignalResult } from "../contract/signal-store.ts";
 import type { StopRunRequest } from "../contract/stop-store.ts";
 import type { TransitionFeedPage, TransitionFeedRequest } from "../contract/transition-feed.ts";
@@ -159,6 +159,10 @@ export class SqliteBackend implements RuntimeBackend {
 
   async getRun(runId: string): Promise<RunRecord | undefined> {
     return this.#open().runs.getRun(runId);
+  }
+
+  async countRuns(now: number): Promise<RunCounts> {
+    return this.#open().runs.countRuns(now);
   }
 
   async listRuns(filter: RunFilter = {}): Promise<RunRecord[]> {

@@ -1,8 +1,10 @@
 import type Database from "better-sqlite3";
 import type { AcceptanceRecord, RunRecord } from "../../core/records.ts";
-import type { CreateRunInput, CreateRunResult, RunFilter } from "../contract/run-store.ts";
+import type { PausedReason, RunState } from "../../core/run-state.ts";
+import type { CreateRunInput, CreateRunResult, RunCounts, RunFilter } from "../contract/run-store.ts";
 import { type RunRow, rowToRun, runValues } from "../rows/run-rows.ts";
 import { transitionParams } from "../rows/transition-rows.ts";
+import { RUNNABLE_STATES } from "../rules/lease-rules.ts";
 import { applyAcceptance, pendingRun } from "../rules/run-rules.ts";
 import type { SqliteConnection } from "./sqlite-connection.ts";
 import { getRun, insertNewRun } from "./sqlite-plans.ts";
@@ -18,6 +20,9 @@ export class SqliteRuns {
   readonly #accept: Tx<(runId: string, acceptance: AcceptanceRecord) => RunRecord>;
   /** `listRuns` statements by their SQL, prepared on first use. */
   readonly #listRuns = new Map<string, Stmt<[Record<string, unknown>], RunRow>>();
+  #countRuns:
+    | Stmt<[number], { state: RunState; paused_reason: PausedReason | null; n: number; backlog: number }>
+    | undefined;
 
   constructor(connection: SqliteConnection, s: Statements) {
     this.#c = connection;
@@ -77,6 +82,26 @@ export class SqliteRuns {
         this.#listRuns.set(sql, stmt);
       }
       return stmt.all(params).map(rowToRun);
+    });
+  }
+
+  /** See `RunStore.countRuns`: one grouped scan, the backlog counted with `isClaimable`'s rule. */
+  countRuns(now: number): RunCounts {
+    return this.#c.read("countRuns", () => {
+      this.#countRuns ??= this.#c.db.prepare<
+        [number],
+        { state: RunState; paused_reason: PausedReason | null; n: number; backlog: number }
+      >(
+        `SELECT state, paused_reason, count(*) AS n,
+           sum(CASE WHEN state IN (${[...RUNNABLE_STATES].map((state) => `'${state}'`).join(", ")})
+             AND (lease_owner IS NULL OR lease_expires_at IS NULL OR lease_expires_at <= ?) THEN 1 ELSE 0 END) AS backlog
+         FROM runs GROUP BY state, paused_reason`,
+      );
+      const rows = this.#countRuns.all(now);
+      return {
+        states: rows.map((r) => ({ state: r.state, pausedReason: r.paused_reason, count: r.n })),
+        backlog: rows.reduce((sum, r) => sum + r.backlog, 0),
+      };
     });
   }
 

@@ -8,6 +8,7 @@ import type { PriceTable } from "../prices.ts";
 import type { Json, ParentClosePolicy, StepRecord } from "../records.ts";
 import type { RetryPolicy } from "../retry-policy.ts";
 import type { SandboxProvider } from "../sandbox.ts";
+import type { StoredTraceContext } from "../telemetry/trace-context.ts";
 
 /**
  * Everything the envelope needs from outside, injected by the worker: `core/` does no I/O of
@@ -54,6 +55,8 @@ export interface EnvelopeHost {
     parentClosePolicy: ParentClosePolicy;
     /** What is left of the parent's budget: the child gets at most that. */
     budget: Budget;
+    /** The trace context of the spawning attempt's span: the child's executions continue it. */
+    trace?: StoredTraceContext | undefined;
   }): Promise<void>;
   /** Policies asked before every tool, model, domain and spawn call. */
   readonly policies: readonly Policy[];

@@ -1,6 +1,7 @@
 import type { AgentDefinition } from "../agent-definition.ts";
 import { HistoryMeter, historySize } from "../history-meter.ts";
 import type { Json, RunRecord, StepKind, StepRecord, WaitRecord } from "../records.ts";
+import type { SpanScope } from "../telemetry/spans.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { EnvelopeOutcome } from "./envelope-outcome.ts";
 import { Governance } from "./governance.ts";
@@ -52,6 +53,10 @@ export class EnvelopeState {
   settle: ((outcome: EnvelopeOutcome) => void) | undefined = undefined;
   /** The workflow (or the compensation) has ended: no step may start. */
   finished = false;
+  /** The span of this execution (its steps' parent); undefined when it does not record. */
+  readonly trace: SpanScope | undefined;
+  /** Spans of wait steps still blocked: ended (`waiting`) when the execution ends. */
+  readonly openSpans = new Set<SpanScope>();
 
   constructor(options: {
     run: RunRecord;
@@ -59,9 +64,11 @@ export class EnvelopeState {
     journal: readonly StepRecord[];
     waits?: readonly WaitRecord[];
     host: EnvelopeHost;
+    trace?: SpanScope | undefined;
   }) {
     const { run, host } = options;
     this.run = run;
+    this.trace = options.trace?.span.isRecording() ? options.trace : undefined;
     this.agent = options.agent;
     this.host = host;
     this.cursor = new ReplayCursor({

@@ -4,6 +4,8 @@ import type { Json, StepKind, StepRecord, WaitRecord } from "../records.ts";
 import { redactJson } from "../redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.ts";
 import { deserializeError, jsonSnapshot } from "../serialize.ts";
+import { stepEnded } from "../telemetry/metrics.ts";
+import { endStepSpan, startStepSpan } from "../telemetry/spans.ts";
 import { digestText } from "./args-digest.ts";
 import type { EnvelopeState } from "./envelope-state.ts";
 import type { BegunStep } from "./replay-cursor.ts";
@@ -55,6 +57,7 @@ export async function runStep<R>(
     : x.newStep(seq, kind, name, snapshot.json ?? null, x.host.now(), argsDigest);
   x.enter(step);
   let parked = false;
+  const span = startStepSpan(x.trace, step);
   try {
     const executing = executeStep<R>({
       step,
@@ -71,6 +74,7 @@ export async function runStep<R>(
         label: `${kind} "${name}" (run ${x.run.id}, step ${seq})`,
       },
       run: spec.run,
+      trace: span,
       effect: spec.effect?.(seq),
       retryPause: {
         afterMs: x.host.retryPauseThresholdMs,
@@ -93,6 +97,8 @@ export async function runStep<R>(
   } finally {
     if (!parked) x.leave(seq);
     if (step.status !== "started") x.governance.settled(step);
+    endStepSpan(span, step, parked);
+    stepEnded(step, parked);
   }
 }
 

@@ -1,5 +1,6 @@
 import type { AttemptRecord, Json, SandboxRestore, StepRecord, Usage } from "../records.ts";
 import { toJson } from "../serialize.ts";
+import type { SpanScope } from "../telemetry/spans.ts";
 import type { JournalWriter } from "./journal-writer.ts";
 
 /** What one attempt sees of its step. */
@@ -14,6 +15,8 @@ export interface StepExecution {
   readonly idempotencyKey: string | undefined;
   /** Records on this attempt that it restored a lost sandbox (written with the attempt's end). */
   restored(restore: SandboxRestore): void;
+  /** The attempt's span, when an OpenTelemetry SDK records it (a model call adds the GenAI attributes). */
+  readonly trace?: SpanScope | undefined;
 }
 
 /** One attempt of a step: what the step's function sees through its context. */
@@ -21,6 +24,7 @@ export class Attempt implements StepExecution {
   signal: AbortSignal;
   /** Re-arms the heartbeat timeout; set by the attempt runner. */
   beat: () => void = noop;
+  trace: SpanScope | undefined = undefined;
   readonly #step: StepRecord;
   readonly #record: AttemptRecord;
   readonly #writer: JournalWriter;

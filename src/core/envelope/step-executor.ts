@@ -1,3 +1,4 @@
+import { context } from "@opentelemetry/api";
 import {
   type EffectSpec,
   lastAttemptOpen,
@@ -12,6 +13,8 @@ import type { AttemptRecord, Json, StepRecord } from "../records.ts";
 import { holdsKnownSecret, redactKnownJson } from "../redact.ts";
 import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "../retry-policy.ts";
 import { deserializeError, jsonSnapshot, serializeError } from "../serialize.ts";
+import { attemptStarted } from "../telemetry/metrics.ts";
+import { endAttemptSpan, type SpanScope, startAttemptSpan } from "../telemetry/spans.ts";
 import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
@@ -60,6 +63,8 @@ export interface ExecuteStepOptions<R> {
    * NEEDS_RECONCILIATION) before anything else — never silently run again.
    */
   effect?: EffectSpec | undefined;
+  /** The step's span (undefined when nothing records): each attempt's span starts under it. */
+  trace?: SpanScope | undefined;
 }
 
 /**
@@ -105,10 +110,16 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
     const held = host.holdLease?.();
     if (held) await held;
     if (stop.aborted) throw stop.reason;
+    const retryCause = attemptNo > 1 ? causeOf(step.attempts[attemptNo - 2]) : undefined;
+    attemptStarted(step.kind, retryCause !== undefined);
+    const span = startAttemptSpan(options.trace, step, attemptNo, retryCause);
     try {
-      const value = await attemptStep(options, record, signal);
-      return succeeded(options, record, attemptNo, value);
+      const value = await attemptStep(options, record, signal, span);
+      const result = succeeded(options, record, attemptNo, value);
+      endAttemptSpan(span);
+      return result;
     } catch (error) {
+      endAttemptSpan(span, error);
       if (stop.aborted) throw stop.reason;
       failedAttempt(step, record, error, host, history);
       if (effect && !saysNotApplied(error)) {
@@ -157,18 +168,33 @@ function closeDanglingAttempt(step: StepRecord, host: EnvelopeHost, history: His
   }
 }
 
-/** Runs the step's function for attempt `record` under the attempt's limits (`runAttempt`). */
-function attemptStep<R>(options: ExecuteStepOptions<R>, record: AttemptRecord, signal: AbortSignal): Promise<R> {
+/**
+ * Runs the step's function for attempt `record` under the attempt's limits (`runAttempt`); with
+ * a span, the function runs in its context (what it calls nests under it).
+ */
+function attemptStep<R>(
+  options: ExecuteStepOptions<R>,
+  record: AttemptRecord,
+  signal: AbortSignal,
+  span: SpanScope | undefined,
+): Promise<R> {
   const { step, writer, stop, limits } = options;
   const attempt = new Attempt(step, record, writer, stop, {
     label: limits.label,
     maxPayloadBytes: options.host.maxPayloadBytes,
   });
+  attempt.trace = span;
   return runAttempt(signal, limits, (attemptSignal, beat) => {
     attempt.signal = attemptSignal;
     attempt.beat = beat;
-    return options.run(attempt);
+    return span ? context.with(span.context, () => options.run(attempt)) : options.run(attempt);
   });
+}
+
+/** Why an attempt is a retry: how the one before it ended (its error's code, else its name). */
+function causeOf(previous: AttemptRecord | undefined): string {
+  const error = previous?.error;
+  return error?.code ?? error?.name ?? "unknown";
 }
 
 /** The record of attempt `attemptNo`, starting now, added to the step. */

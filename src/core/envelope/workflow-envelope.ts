@@ -3,6 +3,7 @@ import { UnknownNameError } from "../errors.ts";
 import { parseWorkflowInput } from "../input-schema.ts";
 import type { RunRecord, RunUsage, StepRecord, WaitRecord } from "../records.ts";
 import { serializeError, toJson } from "../serialize.ts";
+import { endOpenSpans, type SpanScope } from "../telemetry/spans.ts";
 import { undoEffects } from "./compensation.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { CompensationOutcome, EnvelopeOutcome, InFlightStep } from "./envelope-outcome.ts";
@@ -29,6 +30,8 @@ export class WorkflowEnvelope {
     journal: readonly StepRecord[];
     waits?: readonly WaitRecord[];
     host: EnvelopeHost;
+    /** The span of this execution (`startRunSpan`): its steps' spans start under it. */
+    trace?: SpanScope | undefined;
   }) {
     this.#x = new EnvelopeState(options);
   }
@@ -153,6 +156,7 @@ export class WorkflowEnvelope {
     });
     let outcome: O | EnvelopeOutcome = await Promise.race([work(), stopped, settled]);
     x.finished = true;
+    endOpenSpans(x.openSpans, outcome.kind);
     if (outcome.kind !== "stopped") {
       // The run's final transition must not overtake the results it reports: a completed run's
       // transition carries those still queued, any other outcome writes them first.

@@ -1,6 +1,7 @@
 import type { ChildHandle } from "../../context.ts";
 import type { ParentClosePolicy } from "../../records.ts";
 import { toJson } from "../../serialize.ts";
+import { storedTraceContext } from "../../telemetry/trace-context.ts";
 import type { EnvelopeState } from "../envelope-state.ts";
 import { governedCall } from "../governed-call.ts";
 import { runStep } from "../journaled-step.ts";
@@ -66,8 +67,9 @@ function spawnStep(
       policy: undefined,
       startToCloseTimeoutMs: undefined,
       heartbeatTimeoutMs: undefined,
-      run: async () => {
+      run: async (attempt) => {
         await x.host.spawn({
+          trace: attempt.trace ? storedTraceContext(attempt.trace.context) : undefined,
           id: childId,
           agent,
           workflow,

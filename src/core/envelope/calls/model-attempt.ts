@@ -2,6 +2,8 @@ import type { RunEventBody } from "../../events.ts";
 import type { GenerateRequest, ModelResponse } from "../../model-messages.ts";
 import type { ModelProvider } from "../../model-provider.ts";
 import { redactText } from "../../redact.ts";
+import { modelUsed } from "../../telemetry/metrics.ts";
+import { modelCallEnded, modelCallStarted } from "../../telemetry/model-spans.ts";
 import type { StepExecution } from "../step-attempt.ts";
 
 /**
@@ -22,6 +24,7 @@ export async function modelAttempt(options: {
   const { seq, attempt: n } = attempt;
   if (n > 1) emit({ type: "model.retry", seq, attempt: n, error: lastErrors.get(seq) ?? "the attempt was cut off" });
   emit({ type: "model.start", seq, attempt: n, model: provider.name });
+  modelCallStarted(attempt.trace, provider.name, request);
   try {
     const response = await provider.generate(request, {
       signal: attempt.signal,
@@ -29,7 +32,10 @@ export async function modelAttempt(options: {
         if (text && !attempt.signal.aborted) emit({ type: "model.text", seq, attempt: n, text });
       },
     });
-    attempt.addUsage({ ...response.usage, costUsd: options.cost(response.model, response.usage) });
+    const costUsd = options.cost(response.model, response.usage);
+    attempt.addUsage({ ...response.usage, costUsd });
+    modelCallEnded(attempt.trace, response, costUsd);
+    modelUsed(response.model, response.usage, costUsd);
     lastErrors.delete(seq);
     emit({ type: "model.end", seq, attempt: n, status: "completed" });
     return response;
