@@ -31,9 +31,10 @@ import { RetentionLoop } from "./prune-operations.ts";
 import type { ResumeOperationsHost } from "./resume-operations.ts";
 import { DEFAULT_CONTRACT_SETTINGS } from "./run-contract-sections.ts";
 import { RunEventHub } from "./run-events.ts";
-import { historyLimits, type RunLimits } from "./run-limits.ts";
+import type { RunLimits } from "./run-limits.ts";
 import { RunWaiters } from "./run-waiters.ts";
 import type { RuntimeOptions } from "./runtime-options.ts";
+import { registerAgents, resolveLimits } from "./runtime-setup.ts";
 import { createRuntimeWorker } from "./runtime-worker.ts";
 import type { StartOperationsHost } from "./start-operations.ts";
 import { RUNTIME_VERSION } from "./version.ts";
@@ -55,7 +56,7 @@ export class RuntimeInternals {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly limits: RunLimits;
-  readonly agents = new Map<string, AgentDefinition>();
+  readonly agents: Map<string, AgentDefinition>;
   readonly worker: Worker | undefined;
   /** Stops what must stop before the worker (the schedule ticker), on every shutdown path. */
   beforeShutdown: (() => Promise<void>) | undefined;
@@ -85,13 +86,7 @@ export class RuntimeInternals {
     }
     this.options = options;
     this.logger = toLogger(options.logger ?? consoleLogger);
-    const maxPayloadBytes = options.maxPayloadBytes ?? DEFAULT_MAX_PAYLOAD_BYTES;
-    if (!(Number.isSafeInteger(maxPayloadBytes) && maxPayloadBytes >= 1)) {
-      throw new InvalidDefinitionError(
-        `maxPayloadBytes must be a whole number of bytes, at least 1 (got ${String(options.maxPayloadBytes)})`,
-      );
-    }
-    this.limits = { maxSteps: options.maxSteps ?? 10_000, maxPayloadBytes, ...historyLimits(options) };
+    this.limits = resolveLimits(options);
     const policies = Object.freeze([...(options.policies ?? [])]);
     validatePolicies(policies);
     this.#policyVersions = policyVersions(policies);
@@ -106,15 +101,7 @@ export class RuntimeInternals {
       Object.keys(mcp).length > 0
         ? new McpClients(mcp, { log: (level, message, fields) => this.logger[level](fields ?? {}, message) })
         : undefined;
-    for (const item of options.agents) {
-      const agent = toAgentDefinition(item);
-      if (this.agents.has(agent.name)) {
-        throw new InvalidDefinitionError(
-          `two agents are named "${agent.name}"; agent names must be unique in a runtime`,
-        );
-      }
-      this.agents.set(agent.name, agent);
-    }
+    this.agents = registerAgents(options.agents);
     if (options.worker !== false) {
       this.worker = createRuntimeWorker(
         {
