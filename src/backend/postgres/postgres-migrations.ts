@@ -263,10 +263,8 @@ CREATE INDEX runs_by_concurrency_key ON ${s}.runs (concurrency_key, (created_at 
   {
     version: 9,
     name: "schedules and shared rate limits",
-    // A schedule row is its definition and where its ticks stand, written by compare-and-set on
-    // version (of the workers that plan the same tick, one writes); a rate limit row is the time
-    // its next slot is free (fractional epoch ms), moved forward by each call that takes a slot in
-    // one UPDATE. Independent of migration 8: it touches no table that one does.
+    // A schedule row: its definition and where its ticks stand, written by compare-and-set on
+    // version. A rate limit row: when its next slot is free (epoch ms), moved on in one UPDATE.
     sql: (s) => `
 CREATE TABLE ${s}.schedules (
   id             TEXT COLLATE "C" PRIMARY KEY,

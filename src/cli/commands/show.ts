@@ -230,15 +230,8 @@ function printRun(io: Io, run: RunRecord, pruned: ReadonlySet<string>): void {
     "versions",
     `workflow ${run.versions.workflow}, runtime ${run.versions.runtime}${run.versions.policy ? `, policies ${run.versions.policy}` : ""}${versionsBeyond(run)}`,
   );
-  const budget = run.meta.budget;
-  if (budget && typeof budget === "object" && !Array.isArray(budget)) {
-    field(
-      "budget",
-      Object.entries(budget)
-        .map(([k, v]) => `${k} ${String(v)}`)
-        .join(", "),
-    );
-  }
+  const budget = budgetLabel(run);
+  if (budget) field("budget", budget);
   if (run.usage) {
     const u = run.usage;
     field(
@@ -285,6 +278,15 @@ function printRun(io: Io, run: RunRecord, pruned: ReadonlySet<string>): void {
   field("input", compact(run.input));
   if (run.output !== undefined) field("output", compact(run.output));
   if (run.error) field("error", errorLabel(run.error));
+}
+
+/** The run's budget as `name limit, …`, or undefined without one. */
+function budgetLabel(run: RunRecord): string | undefined {
+  const budget = run.meta.budget;
+  if (!budget || typeof budget !== "object" || Array.isArray(budget)) return undefined;
+  return Object.entries(budget)
+    .map(([k, v]) => `${k} ${String(v)}`)
+    .join(", ");
 }
 
 /** One line when it fits, else indented JSON. */

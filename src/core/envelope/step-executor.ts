@@ -138,14 +138,11 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
       // A provider that said when to come back (Retry-After) is not asked again sooner.
       const delay = Math.max(retryDelayMs(policy, attemptNo + 1, host.random()), retryAfterMs(error));
       const parks = retryPause !== undefined && delay >= retryPause.afterMs;
+      const why = { runId: step.runId, seq: step.seq, error: record.error?.message };
       host.log(
         "info",
         `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms${parks ? " (run paused)" : ""}`,
-        {
-          runId: step.runId,
-          seq: step.seq,
-          error: record.error?.message,
-        },
+        why,
       );
       emitRetry(host, step, record, delay, parks);
       writer.later(step, false);
