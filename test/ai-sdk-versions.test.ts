@@ -7,11 +7,11 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { defineAgent, defineTool } from "../src/agent/define.ts";
 import { InvalidDefinitionError, ModelUnavailableError } from "../src/core/errors.ts";
-import type { ChatMessage, GenerateRequest, ModelResponse } from "../src/core/model-messages.ts";
 import { AiSdkModel } from "../src/llm/ai-sdk-model.ts";
 import type { AiSdkLanguageModel } from "../src/llm/ai-sdk-spec.ts";
 import { root } from "./helpers/cli.ts";
 import { FakeModelServer } from "./helpers/fake-model-server.ts";
+import { afterTools, call, failure, weather } from "./helpers/model-calls.ts";
 import { Runtimes } from "./helpers/runtime-helpers.ts";
 
 /**
@@ -41,39 +41,6 @@ const versions = [
   { version: "v3", model: (): AiSdkLanguageModel => createOpenAIV3(settings()).chat("gpt-4o-mini") },
   { version: "v4", model: (): AiSdkLanguageModel => createOpenAIV4(settings()).chat("gpt-4o-mini") },
 ] as const;
-
-async function call(model: AiSdkModel, request: GenerateRequest, onText?: (d: string) => void): Promise<ModelResponse> {
-  return model.generate(request, { signal: new AbortController().signal, ...(onText && { onText }) });
-}
-
-async function failure(model: AiSdkModel, request: GenerateRequest = { prompt: "hi" }): Promise<Error> {
-  try {
-    await call(model, request);
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("the call did not fail");
-}
-
-const weather = {
-  name: "get_weather",
-  description: "The weather in a city",
-  inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-};
-
-const afterTools: ChatMessage[] = [
-  { role: "user", content: "Weather in Paris and Oslo?" },
-  {
-    role: "assistant",
-    content: "",
-    toolCalls: [
-      { id: "c1", name: "get_weather", args: { city: "Paris" } },
-      { id: "c2", name: "get_weather", args: { city: "Oslo" } },
-    ],
-  },
-  { role: "tool", toolCallId: "c1", name: "get_weather", content: "18°C, sunny" },
-  { role: "tool", toolCallId: "c2", name: "get_weather", content: "station offline", isError: true },
-];
 
 describe.each(versions)("provider interface $version", ({ version, model }) => {
   const make = (stream = true) => new AiSdkModel(model(), { stream });

@@ -1,12 +1,12 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { defineAgent } from "../src/agent/define.ts";
 import { ContextOverflowError, ModelRequestError, ModelUnavailableError } from "../src/core/errors.ts";
-import type { ChatMessage, GenerateRequest, ModelResponse } from "../src/core/model-messages.ts";
 import type { AiSdkModel } from "../src/llm/ai-sdk-model.ts";
 import { modelError, retryAfterMs } from "../src/llm/model-errors.ts";
 import { anthropic, modelFromEnvironment, openai } from "../src/llm/providers.ts";
 import { ScriptedModel } from "../src/llm/scripted-model.ts";
 import { FakeModelServer } from "./helpers/fake-model-server.ts";
+import { afterTools, call, failure, weather } from "./helpers/model-calls.ts";
 import { Runtimes } from "./helpers/runtime-helpers.ts";
 
 /**
@@ -32,42 +32,6 @@ const formats = [
     format: "anthropic" as const,
     model: (stream = true) => anthropic("claude-haiku-4-5", { baseURL: `${server.url}/v1`, apiKey: "test", stream }),
   },
-];
-
-/** One attempt, as the runtime makes it. */
-async function call(model: AiSdkModel, request: GenerateRequest, onText?: (d: string) => void): Promise<ModelResponse> {
-  return model.generate(request, { signal: new AbortController().signal, ...(onText && { onText }) });
-}
-
-/** What one attempt threw. */
-async function failure(model: AiSdkModel, request: GenerateRequest = { prompt: "hi" }): Promise<Error> {
-  try {
-    await call(model, request);
-  } catch (error) {
-    return error as Error;
-  }
-  throw new Error("the call did not fail");
-}
-
-const weather = {
-  name: "get_weather",
-  description: "The weather in a city",
-  inputSchema: { type: "object", properties: { city: { type: "string" } }, required: ["city"] },
-};
-
-/** A conversation after one step that called two tools, one of which failed. */
-const afterTools: ChatMessage[] = [
-  { role: "user", content: "Weather in Paris and Oslo?" },
-  {
-    role: "assistant",
-    content: "",
-    toolCalls: [
-      { id: "c1", name: "get_weather", args: { city: "Paris" } },
-      { id: "c2", name: "get_weather", args: { city: "Oslo" } },
-    ],
-  },
-  { role: "tool", toolCallId: "c1", name: "get_weather", content: "18°C, sunny" },
-  { role: "tool", toolCallId: "c2", name: "get_weather", content: "station offline", isError: true },
 ];
 
 describe.each(formats)("$format wire format", ({ format, model }) => {
