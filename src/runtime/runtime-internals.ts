@@ -1,4 +1,3 @@
-import { toAgentDefinition } from "../agent/decorators.ts";
 import type { RuntimeBackend, Wake } from "../backend/backend.ts";
 import { InMemoryBackend } from "../backend/memory/memory-backend.ts";
 import type { AgentDefinition } from "../core/agent-definition.ts";
@@ -18,7 +17,6 @@ import { priceTable } from "../core/prices.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES, hasOutcome, isSettled } from "../core/run-state.ts";
 import { toLogger } from "../core/safe-logger.ts";
-import { DEFAULT_MAX_PAYLOAD_BYTES } from "../core/serialize.ts";
 import { runTransition } from "../core/telemetry/metrics.ts";
 import { McpClients } from "../mcp/mcp-clients.ts";
 import type { Worker } from "../worker/worker.ts";
