@@ -1,6 +1,7 @@
+import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
+import { fileURLToPath } from "node:url";
 import type { TestProject } from "vitest/node";
-import { startEmbedded } from "./helpers/embedded-postgres.ts";
 
 declare module "vitest" {
   export interface ProvidedContext {
@@ -24,10 +25,27 @@ export default async function setup(project: TestProject): Promise<(() => Promis
   if (process.env.CAIRN_TEST_DATABASE_URL) return undefined;
   const { testFiles } = await project.globTestFiles(commandLineFilters());
   if (!testFiles.some((file) => readFileSync(file, "utf8").includes("helpers/postgres.ts"))) return undefined;
-  // Test files run side by side, each with pools and worker processes: more slots than the default.
-  const server = await startEmbedded(300);
-  project.provide("cairnSharedPostgresUrl", server.url);
-  return server.stop;
+  // In a child process (test/helpers/shared-postgres-child.ts says why), with more connection
+  // slots than the default: test files run side by side, each with pools and worker processes.
+  const child = spawn(
+    process.execPath,
+    ["--import", "tsx", fileURLToPath(new URL("./helpers/shared-postgres-child.ts", import.meta.url))],
+    { stdio: ["pipe", "pipe", "inherit"] },
+  );
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString();
+      if (out.includes("\n")) resolve(out.split("\n")[0] ?? "");
+    });
+    child.on("exit", (code) => reject(new Error(`the shared embedded PostgreSQL exited (${code}) before it started`)));
+  });
+  project.provide("cairnSharedPostgresUrl", url);
+  return async () => {
+    const exited = new Promise((resolve) => child.once("exit", resolve));
+    child.stdin.end();
+    await exited;
+  };
 }
 
 /** The positional arguments of `vitest [run] [filters…]`; options and their values left out. */

@@ -1,5 +1,5 @@
 import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { startTestDatabase, type TestDatabase } from "../../../test/helpers/postgres.ts";
 import { backendsPerTest } from "../../../test/helpers/postgres-backends-per-test.ts";
 import { LeaseLostError } from "../../core/errors.ts";
@@ -139,10 +139,15 @@ describe("PostgresBackend", () => {
       expect([c?.run.state, c?.run.leaseOwner]).toEqual([state, "w2"]);
       expect((await backend.listTransitions(c?.run.id ?? "")).at(-1)?.to).toBe(state);
     }
-    // The feed holds each new transition once, after the run's earlier ones.
-    const feed = (await backend.listTransitionsSince({ after: null, limit: 100 })).transitions;
+    // The feed holds each new transition once, after the run's earlier ones. It shows entries only
+    // as far as the oldest transaction still open on the server (the snapshot's xmin), and other
+    // test files share the server: read until the claim's entries are within that horizon.
+    const ids = async (runId: string) =>
+      (await backend.listTransitionsSince({ after: null, limit: 100 })).transitions
+        .filter((e) => e.transition.runId === runId)
+        .map((e) => e.transition.id);
     for (const { run } of claimed.slice(0, 2)) {
-      expect(feed.filter((e) => e.transition.runId === run.id).map((e) => e.transition.id)).toEqual([1, 2]);
+      await vi.waitFor(async () => expect(await ids(run.id)).toEqual([1, 2]), { timeout: 10_000, interval: 50 });
     }
     // A PENDING run whose last transition the claim's statement cannot see (one that committed
     // after the statement began, as a row counter ahead of the transitions read leaves it) is
