@@ -1,4 +1,3 @@
-import { availableParallelism } from "node:os";
 import { transform } from "esbuild";
 import { configDefaults, defineConfig, type Plugin } from "vitest/config";
 import { LONG_SUITES } from "./test/long-suites.ts";
@@ -29,9 +28,6 @@ export default defineConfig({
     exclude: [...configDefaults.exclude, "test/package-install.test.ts", ...LONG_SUITES],
     // No PostgreSQL server given: one embedded server for the whole run (started only when needed).
     globalSetup: ["test/global-postgres.ts"],
-    // vitest's default is one worker fewer than the CPUs: one on a 2-core machine, where the suite
-    // then spends half its time waiting on the processes its tests start. One per CPU, at least 2.
-    maxWorkers: Math.max(2, availableParallelism()),
     testTimeout: 30_000,
     hookTimeout: 60_000,
   },
