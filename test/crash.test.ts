@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -6,6 +5,7 @@ import { afterAll, describe, expect, it } from "vitest";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { expectedOutput, TOOL_COUNT } from "./crash/crash-agent.ts";
 import { RECOVERED_PATH, STRAIGHT_PATH } from "./helpers/paths.ts";
+import { type ChildResult, runTsxChild } from "./helpers/tsx-child.ts";
 
 /**
  * The crash test of DESIGN §4: a child process runs the 10-tool workflow on SQLite and is
@@ -19,27 +19,8 @@ const CHILD = join(import.meta.dirname, "crash", "crash-child.ts");
 const root = mkdtempSync(join(tmpdir(), "cairn-crash-"));
 afterAll(() => rmSync(root, { recursive: true, force: true }));
 
-interface ChildResult {
-  code: number | null;
-  signal: NodeJS.Signals | null;
-  stdout: string;
-  stderr: string;
-}
-
 function child(args: string[]): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (d) => (stdout += d));
-    proc.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 40_000);
-    proc.on("error", reject);
-    proc.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return runTsxChild(CHILD, args, 40_000);
 }
 
 function counts(dir: string): number[] {

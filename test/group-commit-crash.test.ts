@@ -1,9 +1,9 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { SqliteBackend } from "../src/sqlite.ts";
+import { type ChildResult, runTsxChild } from "./helpers/tsx-child.ts";
 
 /**
  * The crash test of SQLite's group commit (DESIGN §7): a child process drives 8 runs of 12 steps
@@ -22,22 +22,8 @@ afterAll(() => rmSync(root, { recursive: true, force: true }));
 const RUNS = 8;
 const STEPS = 12;
 
-function child(
-  args: string[],
-): Promise<{ code: number | null; signal: NodeJS.Signals | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (d) => (stdout += d));
-    proc.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 60_000);
-    proc.on("error", reject);
-    proc.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+function child(args: string[]): Promise<ChildResult> {
+  return runTsxChild(CHILD, args, 60_000);
 }
 
 /** The lines of every file of `dir` whose name starts with `prefix`, split on spaces. */

@@ -1,4 +1,3 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -10,6 +9,7 @@ import { Runtime, silentLogger } from "../src/index.ts";
 import { SqliteBackend } from "../src/sqlite.ts";
 import { cairn } from "./helpers/cli.ts";
 import { RECOVERED_PATH, STRAIGHT_PATH } from "./helpers/paths.ts";
+import { runTsxChild } from "./helpers/tsx-child.ts";
 
 /**
  * The money-transfer example under crashes (DESIGN §5): Cairn's journal (SQLite) and the bank's
@@ -70,19 +70,7 @@ interface Outcome {
 }
 
 function child(args: string[]): Promise<ChildResult> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (d) => (stdout += d));
-    proc.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 90_000);
-    proc.on("error", reject);
-    proc.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+  return runTsxChild(CHILD, args, 90_000);
 }
 
 function outcome(result: ChildResult): Outcome {

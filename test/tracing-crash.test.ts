@@ -1,8 +1,8 @@
-import { spawn } from "node:child_process";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it, onTestFinished } from "vitest";
+import { type ChildResult, runTsxChild } from "./helpers/tsx-child.ts";
 import type { SpanLine } from "./tracing/file-span-exporter.ts";
 
 /**
@@ -14,22 +14,8 @@ import type { SpanLine } from "./tracing/file-span-exporter.ts";
 
 const CHILD = join(import.meta.dirname, "tracing", "traced-child.ts");
 
-function runChild(
-  ...args: string[]
-): Promise<{ code: number | null; signal: string | null; stdout: string; stderr: string }> {
-  return new Promise((resolve, reject) => {
-    const proc = spawn(process.execPath, ["--import", "tsx", CHILD, ...args], { stdio: ["ignore", "pipe", "pipe"] });
-    let stdout = "";
-    let stderr = "";
-    proc.stdout.on("data", (d) => (stdout += d));
-    proc.stderr.on("data", (d) => (stderr += d));
-    const timer = setTimeout(() => proc.kill("SIGKILL"), 40_000);
-    proc.on("error", reject);
-    proc.on("close", (code, signal) => {
-      clearTimeout(timer);
-      resolve({ code, signal, stdout, stderr });
-    });
-  });
+function runChild(...args: string[]): Promise<ChildResult> {
+  return runTsxChild(CHILD, args, 40_000);
 }
 
 describe("a trace across a SIGKILL and a resume in another process", () => {
