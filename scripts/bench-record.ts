@@ -7,7 +7,8 @@
  * A bench that exits non-zero is not recorded (the old result stays) and the exit code says so.
  */
 import { execFileSync, spawn } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname } from "node:path";
 import { cpus, loadavg } from "node:os";
 import { fileURLToPath } from "node:url";
 import { PAGE, renderBenchmarks, resultFile, TEMPLATE, templateScripts } from "./bench-docs.ts";
@@ -57,6 +58,7 @@ for (const script of scripts) {
     failed++;
     continue;
   }
+  mkdirSync(dirname(`${root}${resultFile(script)}`), { recursive: true });
   writeFileSync(`${root}${resultFile(script)}`, `${line}\n${stdout.trim()}\n`);
 }
 writeFileSync(`${root}${PAGE}`, renderBenchmarks());
