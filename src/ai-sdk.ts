@@ -6,6 +6,7 @@
  * import { Runtime } from "cairn";
  * import { openai } from "cairn/ai-sdk";
  * const runtime = new Runtime({ agents: [reportBuilder], models: { default: openai("gpt-4o-mini") } });
+ * @module cairn/ai-sdk
  */
 import { aiSdkProvider } from "./llm/ai-sdk-peers.ts";
 

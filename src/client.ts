@@ -8,6 +8,7 @@
  * const client = new CairnClient<typeof agents>({ baseUrl: "http://127.0.0.1:4000", token: process.env.CAIRN_TOKEN });
  * const run = await client.run("report_builder", "build", { quarter: "2026-Q3" });
  * console.log(await run.result());
+ * @module cairn/client
  */
 
 export { type RawSseEvent, readSse } from "./api/sse-reader.ts";

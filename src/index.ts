@@ -3,6 +3,7 @@
  * Storage backends beyond memory are subpath exports (`cairn/sqlite`, `cairn/postgres`); models
  * over the AI SDK are in `cairn/ai-sdk`; the test runtime is in `cairn/testing`. The subpaths that
  * need an optional peer dependency (`pg`, the AI SDK packages) fail with a message naming it.
+ * @module cairn
  */
 
 export {

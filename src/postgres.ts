@@ -6,6 +6,7 @@
  * import { PostgresBackend } from "cairn/postgres";
  * const backend = new PostgresBackend({ connectionString: process.env.DATABASE_URL, schema: "cairn" });
  * const runtime = new Runtime({ agents: [reportBuilder], backend });
+ * @module cairn/postgres
  */
 import { pgDriver } from "./backend/postgres/pg-driver.ts";
 

@@ -6,6 +6,7 @@
  * const sandboxes = new LocalSandboxProvider({ dir: ".cairn/sandboxes" });
  * const sandbox = await sandboxes.create("run-1/build");
  * const { exitCode, tail } = await sandbox.exec(["npm", "test"], { timeoutMs: 600_000 });
+ * @module cairn/sandbox
  */
 export type {
   ExecOptions,

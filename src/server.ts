@@ -8,6 +8,7 @@
  * const runtime = new Runtime({ agents: [reportBuilder] });
  * const server = createServer(runtime, { agents: [reportBuilder], tokens: loadTokens() });
  * const { url } = await serve(server, { host: "127.0.0.1", port: 4000 });
+ * @module cairn/server
  */
 export type { ApiErrorBody, ApiErrorCode, ServerErrorCode } from "./api/error-body.ts";
 export type { RunPage } from "./api/responses.ts";

@@ -4,5 +4,6 @@
  * @example
  * import { runBackendConformance } from "cairn/testing/conformance";
  * runBackendConformance("my-backend", () => new MyBackend());
+ * @module cairn/testing/conformance
  */
 export { type BackendConformanceOptions, runBackendConformance } from "./backend/conformance/backend-conformance.ts";

@@ -5,6 +5,7 @@
  * @example
  * import { TestRuntime } from "cairn/testing";
  * const rt = new TestRuntime({ agents: [myAgent] });
+ * @module cairn/testing
  */
 
 export {
