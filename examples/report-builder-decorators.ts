@@ -4,6 +4,8 @@
  * registered in one runtime:
  *
  *   node bin/cairn.js run examples/report-builder-decorators.ts report_builder_classic build --input '{"quarter":"2026-Q3"}'
+ *
+ * In a project of your own, import from "cairn" instead of "../src/index.ts".
  */
 import { z } from "zod";
 import { agent, type ToolContext, tool, type WorkflowContext, workflow } from "../src/index.ts";

@@ -1,7 +1,8 @@
 /**
  * Writes the generated reference pages: docs/reference/cli.md from the `cairn` command
- * definitions (src/cli/commands/, through `cairn help`), and docs/reference/http.md from the
- * server's OpenAPI document (GET /openapi.json). test/docs-reference.test.ts fails when the
+ * definitions (src/cli/commands/, through `cairn help`), docs/reference/http.md from the
+ * server's OpenAPI document (GET /openapi.json), and docs/reference/api/ from the TSDoc with
+ * typedoc (scripts/docs-api.ts). test/docs-reference.test.ts fails when the
  * committed pages differ from what this renders.
  *
  *   npm run docs:reference           write both pages
@@ -12,6 +13,7 @@ import { fileURLToPath } from "node:url";
 import { COMMANDS, main } from "../src/cli/main.ts";
 import { Runtime } from "../src/index.ts";
 import { createServer } from "../src/server.ts";
+import { updateApi } from "./docs-api.ts";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 export const CLI_PAGE = "docs/reference/cli.md";
@@ -219,5 +221,6 @@ if (process.argv[1] && fileURLToPath(import.meta.url) === process.argv[1]) {
       console.log(`wrote ${page}`);
     }
   }
+  if (!updateApi(check)) stale++;
   process.exitCode = stale > 0 ? 1 : 0;
 }

@@ -3,7 +3,7 @@ import { dirname, join } from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
 import { COMMANDS } from "../src/cli/main.ts";
-import { allCodeBlocks, type CodeBlock, docFiles, inlineCode, repoRoot } from "./helpers/markdown-docs.ts";
+import { allCodeBlocks, type CodeBlock, inlineCode, repoRoot, writtenDocFiles } from "./helpers/markdown-docs.ts";
 
 /**
  * Every TypeScript block of README.md and docs/ compiles, imports included, under the
@@ -121,7 +121,7 @@ describe("the documentation's code", () => {
     };
     const known = new Set([...COMMANDS.map((c) => c.name), "help", "--version"]);
     // Shell blocks, and the inline code that spells a cairn command line (`cairn show <runId> --follow`).
-    const inline = docFiles()
+    const inline = writtenDocFiles()
       .flatMap((file) => inlineCode(file, readFileSync(join(repoRoot, file), "utf8")))
       .filter((span) => /^(npx )?cairn [a-z-]/.test(span.code))
       .map((span) => ({ file: span.file, line: span.line, lang: "sh", code: span.code.replaceAll("\\|", "|") }));

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { API_DIR, committedApi, renderApi } from "../scripts/docs-api.ts";
 import { CLI_PAGE, HTTP_PAGE, openApiDocument, renderCli, renderHttp } from "../scripts/docs-reference.ts";
 import { COMMANDS } from "../src/cli/main.ts";
 import { repoRoot } from "./helpers/markdown-docs.ts";
@@ -23,4 +24,17 @@ describe("the generated reference", () => {
     }
     expect(committed(HTTP_PAGE)).toBe(page);
   });
+
+  it("docs/reference/api/ is what typedoc renders from the TSDoc now (npm run docs:reference)", () => {
+    const pages = renderApi();
+    // One page per package entry, each naming what it exports.
+    expect(Object.keys(pages).sort()).toEqual(
+      expect.arrayContaining(["README.md", "cairn.md", "cairn/postgres.md", "cairn/sqlite.md", "cairn/testing.md"]),
+    );
+    expect(pages["cairn.md"]).toContain("### Runtime");
+    expect(pages["cairn/postgres.md"]).toContain("### PostgresBackend");
+    const committed = committedApi();
+    expect(Object.keys(committed).sort(), `${API_DIR}/ has other pages`).toEqual(Object.keys(pages).sort());
+    for (const [page, text] of Object.entries(pages)) expect(committed[page], `${API_DIR}/${page}`).toBe(text);
+  }, 120_000);
 });

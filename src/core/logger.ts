@@ -25,7 +25,7 @@ export interface LogFn {
 
 /**
  * A logger the runtime writes to: pino's interface (pino and bunyan loggers satisfy it), see the
- * file's comment. Lines are cleaned of credentials before they reach it (see {@link toLogger}).
+ * file's comment. Lines are cleaned of credentials before they reach it (see `toLogger`).
  */
 export interface Logger {
   trace: LogFn;
@@ -40,7 +40,7 @@ export interface Logger {
 
 /**
  * The logger of Cairn before 0.x: four methods called as `(message, fields)`, without `child`.
- * Still accepted wherever a {@link Logger} is (the runtime adapts it, see {@link toLogger}): the
+ * Still accepted wherever a {@link Logger} is (the runtime adapts it, see `toLogger`): the
  * bindings of child loggers arrive merged into `fields`; `trace` lines are dropped, `fatal`
  * ones go to `error`.
  * @deprecated Pass a {@link Logger} (pino, or `createConsoleLogger`).
