@@ -251,4 +251,4 @@ export type { RuntimeSchedules, ScheduleView } from "./runtime/runtime-schedules
 export { environmentSecrets, type SecretProvider } from "./runtime/secrets.ts";
 export { RUNTIME_VERSION } from "./runtime/version.ts";
 export type { DecisionOptions, SignalOptions } from "./runtime/wait-operations.ts";
-export type { WorkerOptions } from "./worker/worker-options.ts";
+export { DEFAULT_WORKER_CONCURRENCY, type WorkerOptions } from "./worker/worker-options.ts";

@@ -84,8 +84,13 @@ forEachBackend((under) => {
 
       const run = await client.run("echo", "shout", { s: "hi" });
       await store.claimRun({ workerId: goneWorkerId(), now: Date.now(), leaseMs: LONG_LEASE, runId: run.id });
-      // A worker with a slow poll: the resume itself takes the claim over.
-      const worker = under.runtimes.make({ agents: [echo()], backend: store, worker: { pollIntervalMs: 60_000 } });
+      // A worker with a slow poll whose sweep does not look for dead local owners: the resume
+      // itself takes the claim over (otherwise the sweep at start may take it first).
+      const worker = under.runtimes.make({
+        agents: [echo()],
+        backend: store,
+        worker: { pollIntervalMs: 60_000, detectDeadLocalOwners: false },
+      });
       await worker.start();
       await worker.resume(run.id);
       expect((await client.waitFor(run.id, { timeoutMs: 20_000 })).state).toBe("COMPLETED");

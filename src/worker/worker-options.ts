@@ -8,9 +8,17 @@ import type { Logger } from "../core/logger.ts";
 import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import { DEFAULT_MAX_AUTO_RECOVERIES } from "../core/run-state.ts";
 
+/**
+ * Runs one worker drives at once when it is not told (DESIGN §4, *Worker concurrency*): chosen by
+ * `npm run bench:concurrency` (the smallest concurrency of its sweep with at least 90% of the best
+ * throughput of steps that return at once, and half of the best of steps that wait, on SQLite and
+ * PostgreSQL).
+ */
+export const DEFAULT_WORKER_CONCURRENCY = 64;
+
 /** Options of the in-process worker. */
 export interface WorkerOptions {
-  /** Runs driven at once by this worker. @default 16 */
+  /** Runs driven at once by this worker. @default 64 ({@link DEFAULT_WORKER_CONCURRENCY}) */
   concurrency?: number;
   /** How long a claim lasts without renewal; a crashed worker's runs are recovered after this. @default 15000 */
   leaseMs?: number;
@@ -68,7 +76,7 @@ export function workerSettings(options: WorkerOptions, backend: RuntimeBackend):
   const leaseMs = options.leaseMs ?? 15_000;
   if (!(leaseMs >= 100)) throw new RangeError(`worker.leaseMs must be at least 100 (got ${leaseMs})`);
   return {
-    concurrency: options.concurrency ?? 16,
+    concurrency: options.concurrency ?? DEFAULT_WORKER_CONCURRENCY,
     leaseMs,
     // With wake-ups from the backend, polling is only the fallback.
     pollIntervalMs: options.pollIntervalMs ?? (backend.subscribe ? 2000 : 500),

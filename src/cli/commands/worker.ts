@@ -1,3 +1,4 @@
+import { DEFAULT_WORKER_CONCURRENCY as DEFAULT_CONCURRENCY } from "../../worker/worker-options.ts";
 import { usageError } from "../cli-error.ts";
 import { cliRuntime } from "../cli-runtime.ts";
 import type { Command } from "../command.ts";
@@ -8,7 +9,6 @@ import { type AgentModule, loadAgentModule, mergeAgentModules } from "../load-mo
 import { cliLogger, LOG_DETAILS, LOG_OPTIONS } from "../log-options.ts";
 
 /** The worker's defaults (see WorkerOptions), for the help text and the ready line. */
-const DEFAULT_CONCURRENCY = 16;
 const DEFAULT_AUTO_RECOVERIES = 3;
 /** The runtime's default `shutdownGraceMs`, in seconds. */
 const SHUTDOWN_GRACE_S = 10;
