@@ -1,3 +1,4 @@
+import { DEFAULT_WORKER_CONCURRENCY } from "cairn";
 import type { DbosPeer } from "../peers/postgres-peer-types.ts";
 import { fmt, mean, printTable, quantile } from "./figures.ts";
 import type { PeerUrls } from "./peers.ts";
@@ -59,7 +60,7 @@ export async function signalSection(
   }
   printTable(["ms from the signal call", "mean", "p50", "p90", "p99", "max"], lines);
   console.log(
-    "   cairn: the client (this process) calls runtime.signal; a worker process (concurrency 16, the default) is woken\n" +
+    `   cairn: the client (this process) calls runtime.signal; a worker process (concurrency ${DEFAULT_WORKER_CONCURRENCY}, the default) is woken\n` +
       "   by NOTIFY, claims the run and records RUNNING, replays it to the wait and runs on. DBOS: workflows wait in\n" +
       "   DBOS.recv in this process; a child process calls DBOSClient.send.\n" +
       `   clock offsets, child minus this process: ${offsets.join("; ")}.`,
