@@ -7,11 +7,17 @@ export function parentId(span: ReadableSpan): string | undefined {
   return span.parentSpanContext?.spanId;
 }
 
-/** `span`'s children among `spans`, in start order. */
+/** `span`'s children among `spans`, in start order (steps begun in the same instant: by step index). */
 export function childrenOf(spans: readonly ReadableSpan[], span: ReadableSpan): ReadableSpan[] {
   return spans
     .filter((s) => parentId(s) === span.spanContext().spanId)
-    .sort((a, b) => hr(a.startTime) - hr(b.startTime) || a.name.localeCompare(b.name));
+    .sort((a, b) => hr(a.startTime) - hr(b.startTime) || stepIndex(a) - stepIndex(b) || a.name.localeCompare(b.name));
+}
+
+/** A step span's `cairn.step.index` (0 for other spans). */
+function stepIndex(span: ReadableSpan): number {
+  const index = span.attributes["cairn.step.index"];
+  return typeof index === "number" ? index : 0;
 }
 
 /** The tree of `spans` as lines (`name [attr=value …]`), children indented under their parents. */
