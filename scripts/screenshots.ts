@@ -100,6 +100,80 @@ async function conversation(dev: DevDashboard): Promise<void> {
   await page.context().close();
 }
 
+/** Two runs of one concurrency key with limit 1: one holds the slot, the other waits for it. */
+async function slotWait(dev: DevDashboard): Promise<void> {
+  const start = async (ms: number, priority?: number) => {
+    const response = await fetch(`${dev.url}/api/runs`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        agent: "shop",
+        workflow: "hold",
+        input: { ms },
+        concurrencyKey: "customer:acme",
+        concurrencyLimit: 1,
+        ...(priority !== undefined && { priority }),
+      }),
+    });
+    if (!response.ok) throw new Error(`POST /api/runs: ${await response.text()}`);
+    return ((await response.json()) as { run: { id: string } }).run.id;
+  };
+  const held = await start(60_000);
+  await dev.untilState(held, "RUNNING");
+  const waiting = await start(10, 3);
+  const page = await newPage(dev, "/runs?workflow=hold&state=PENDING,RUNNING");
+  await page.getByTestId(`run-row-${waiting}`).getByTestId("run-slot-wait").waitFor();
+  await page.getByTestId(`run-row-${held}`).waitFor();
+  await shot(page, "dashboard-slot-wait", "runs-table");
+  await page.context().close();
+  await fetch(`${dev.url}/api/runs/${held}/cancel`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: "{}",
+  });
+  await dev.untilState(waiting, "COMPLETED");
+}
+
+/** The schedules page: a nightly cron schedule in its zone just triggered, and a paused interval. */
+async function schedules(dev: DevDashboard): Promise<void> {
+  const define = async (id: string, definition: object) => {
+    const response = await fetch(`${dev.url}/api/schedules/${id}`, {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(definition),
+    });
+    if (!response.ok) throw new Error(`PUT /api/schedules/${id}: ${await response.text()}`);
+  };
+  const input = { customer: "ana", sku: "tea", quantity: 1, express: false };
+  await define("nightly-orders", {
+    agent: "shop",
+    workflow: "order",
+    input,
+    cron: "0 2 * * *",
+    timeZone: "Europe/Paris",
+    overlap: "bufferOne",
+    catchUp: "all",
+    catchUpLimit: 5,
+  });
+  await define("restock-check", {
+    agent: "shop",
+    workflow: "order",
+    input,
+    every: "15m",
+    catchUp: "none",
+    paused: true,
+  });
+  const page = await newPage(dev, "/schedules");
+  const card = page.getByTestId("schedule-nightly-orders");
+  await card.getByTestId("schedule-trigger").click();
+  await card.getByTestId("schedule-trigger-confirm").click();
+  await card.getByTestId("schedule-triggered").locator("a").waitFor();
+  // The page reloads the list every 5 s: the run's state as it ended.
+  await card.getByTestId("schedule-last-run-state").filter({ hasText: "COMPLETED" }).waitFor({ timeout: 20_000 });
+  await shot(page, "dashboard-schedules");
+  await page.context().close();
+}
+
 const skip = browserSkipReason();
 if (skip) {
   console.error(`cannot take the screenshots: ${skip}`);
@@ -113,6 +187,8 @@ try {
   await reconcile(dev);
   await approval(dev);
   await conversation(dev);
+  await slotWait(dev);
+  await schedules(dev);
 } finally {
   await dev.close();
 }

@@ -137,7 +137,7 @@ describe("cairn runs / cairn show", () => {
       await backend.close();
       const listed = await cairn(["runs", "--db", db]);
       expect(listed.code).toBe(0);
-      expect(listed.stdout).toContain('waiting for a slot of key "customer:acme" (limit 1)');
+      expect(listed.stdout).toContain('waiting for a slot of key "customer:acme" (limit 1), priority 3');
       expect(listed.stdout.match(/waiting for a slot/g)).toHaveLength(1);
       const shown = await cairn(["show", "run-waiting", "--db", db]);
       expect(shown.stdout).toMatch(

@@ -16,6 +16,7 @@ describe("HTTP API: schedules", () => {
       paused: false,
     });
     expect(put.body.schedule.nextTimes).toHaveLength(10);
+    expect(put.body.schedule.lastRun).toBeNull();
     // 02:00 in Paris is 01:00 UTC in winter, 00:00 UTC in summer.
     expect(put.body.schedule.nextTimes.every((t: number) => [0, 1].includes(new Date(t).getUTCHours()))).toBe(true);
 
@@ -41,9 +42,30 @@ describe("HTTP API: schedules", () => {
     const resumed = await call("POST", "/api/schedules/nightly/resume", { token: "operator", body: {} });
     expect(resumed.body.schedule.paused).toBe(false);
     expect(resumed.body.schedule.lastRunId).toBe(triggered.body.runId);
+    // The run as it is now, and the tick it was started for: the trigger's.
+    const run = await runtime.getRun(triggered.body.runId);
+    expect(resumed.body.schedule.lastRun).toEqual({
+      id: triggered.body.runId,
+      state: run.state,
+      scheduledFor: new Date(triggered.body.tickAt).toISOString(),
+    });
 
     expect((await call("DELETE", "/api/schedules/nightly", { token: "viewer" })).status).toBe(403);
     expect((await call("DELETE", "/api/schedules/nightly", { token: "operator" })).body).toEqual({ deleted: true });
     expect((await call("GET", "/api/schedules/nightly", { token: "viewer" })).status).toBe(404);
+  });
+
+  it("refuses a trigger while the last one is being started with 400 and why, not a 500", async () => {
+    const { call } = makeServer();
+    // No worker here runs "archive": the first trigger's tick stays pending.
+    const definition = { agent: "archive", workflow: "sweep", every: "1h" };
+    expect((await call("PUT", "/api/schedules/sweep", { token: "operator", body: definition })).status).toBe(200);
+    const first = await call("POST", "/api/schedules/sweep/trigger", { token: "operator", body: {} });
+    expect(first.status).toBe(202);
+    expect(first.body.runId).toBeNull();
+    const again = await call("POST", "/api/schedules/sweep/trigger", { token: "operator", body: {} });
+    expect(again.status).toBe(400);
+    expect(again.body.error.code).toBe("INVALID_INPUT");
+    expect(again.body.error.message).toContain("has a tick being started; trigger it again in a moment");
   });
 });

@@ -6,6 +6,8 @@ import {
   type RunPage,
   type RunRecord,
   readSse,
+  type ScheduleInfo,
+  type ScheduleTrigger,
   type StepRecord,
   type TransitionRecord,
   type WaitRecord,
@@ -73,7 +75,7 @@ function identityHeaders(): Record<string, string> {
 
 /** Who the token is (`/api/me`). */
 export type Me = PrincipalInfo;
-export type { AgentInfo, EffectEntry };
+export type { AgentInfo, EffectEntry, ScheduleInfo, ScheduleTrigger };
 
 /** An error the API answered with (`{ error: { code, message } }`), or a network failure. */
 export class ApiError extends Error {
@@ -236,6 +238,10 @@ export const api = {
     post(`/api/runs/${enc(id)}/effects/${enc(effectId)}/reconcile`, decision),
   accept: (id: string, note?: string) => post(`/api/runs/${enc(id)}/accept`, note ? { note } : {}),
   reject: (id: string, note?: string) => post(`/api/runs/${enc(id)}/reject`, note ? { note } : {}),
+  schedules: () => get<{ schedules: ScheduleInfo[] }>("/api/schedules"),
+  pauseSchedule: (id: string) => post<{ schedule: ScheduleInfo }>(`/api/schedules/${enc(id)}/pause`, {}),
+  resumeSchedule: (id: string) => post<{ schedule: ScheduleInfo }>(`/api/schedules/${enc(id)}/resume`, {}),
+  triggerSchedule: (id: string) => post<ScheduleTrigger>(`/api/schedules/${enc(id)}/trigger`, {}),
 };
 
 /** The parsed data of an SSE event, or null when it is not a JSON object. */

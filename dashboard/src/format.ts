@@ -39,6 +39,42 @@ export function until(at: number, now: number): string {
   return durationUntil(at, now);
 }
 
+/**
+ * `2026-07-01 02:00:00` in the IANA `timeZone` (a cron schedule's), or undefined when this
+ * browser does not know the zone.
+ */
+export function dateTimeIn(at: number, timeZone: string): string | undefined {
+  try {
+    const parts = new Intl.DateTimeFormat("en-CA", {
+      timeZone,
+      year: "numeric",
+      month: "2-digit",
+      day: "2-digit",
+      hour: "2-digit",
+      minute: "2-digit",
+      second: "2-digit",
+      hourCycle: "h23",
+    }).formatToParts(at);
+    const part = (type: Intl.DateTimeFormatPartTypes) => parts.find((p) => p.type === type)?.value ?? "";
+    return `${part("year")}-${part("month")}-${part("day")} ${part("hour")}:${part("minute")}:${part("second")}`;
+  } catch {
+    return undefined;
+  }
+}
+
+/** An interval in the largest whole unit (`90s`, `5m`, `1h`, `1d`; `1500 ms`): exact, unlike {@link units}. */
+export function interval(ms: number): string {
+  for (const [unit, size] of [
+    ["d", 86_400_000],
+    ["h", 3_600_000],
+    ["m", 60_000],
+    ["s", 1000],
+  ] as const) {
+    if (ms >= size && ms % size === 0) return `${ms / size}${unit}`;
+  }
+  return `${ms} ms`;
+}
+
 /** `4s`, `12m`, `3h`, `2d` (a countdown's "left"). */
 export function units(ms: number): string {
   return inUnits(ms / 1000);

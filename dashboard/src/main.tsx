@@ -2,13 +2,14 @@ import { render } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { type AgentInfo, ApiError, api, getToken, type Me, onAuth, setToken } from "./api.ts";
 import { IdentitySwitcher } from "./identity.tsx";
-import { useRoute } from "./router.ts";
+import { SCHEDULES_HREF, useRoute } from "./router.ts";
 import { RunPage } from "./run-page.tsx";
 import { RunsPage } from "./runs-page.tsx";
+import { SchedulesPage } from "./schedules-page.tsx";
 import { MeContext } from "./session.ts";
 import "./styles.css";
 
-/** The dashboard: who is signed in (or a token box), then the runs table or one run. */
+/** The dashboard: who is signed in (or a token box), then the runs table, one run or the schedules. */
 function App() {
   const route = useRoute();
   const [me, setMe] = useState<Me | null>(null);
@@ -46,6 +47,9 @@ function App() {
           <a href="#/runs" class={route.page === "runs" ? "on" : ""}>
             Runs
           </a>
+          <a href={SCHEDULES_HREF} class={route.page === "schedules" ? "on" : ""} data-testid="nav-schedules">
+            Schedules
+          </a>
         </nav>
         <div class="who">
           {me && (
@@ -67,6 +71,8 @@ function App() {
       <main key={session}>
         {route.page === "run" ? (
           <RunPage key={route.id} id={route.id} />
+        ) : route.page === "schedules" ? (
+          <SchedulesPage />
         ) : (
           <RunsPage query={route.query} agents={agents} />
         )}

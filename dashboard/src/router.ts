@@ -1,8 +1,11 @@
 import { useEffect, useState } from "preact/hooks";
 
-/** A tiny hash router: `#/runs?…` (the runs table) and `#/runs/<id>` (a run). */
+/** A tiny hash router: `#/runs?…` (the runs table), `#/runs/<id>` (a run) and `#/schedules`. */
 
-export type Route = { page: "runs"; query: URLSearchParams } | { page: "run"; id: string; query: URLSearchParams };
+export type Route =
+  | { page: "runs"; query: URLSearchParams }
+  | { page: "run"; id: string; query: URLSearchParams }
+  | { page: "schedules"; query: URLSearchParams };
 
 export function parseHash(hash: string): Route {
   const raw = hash.replace(/^#/, "");
@@ -10,6 +13,7 @@ export function parseHash(hash: string): Route {
   const query = new URLSearchParams(search);
   const match = /^\/runs\/(.+)$/.exec(path);
   if (match?.[1]) return { page: "run", id: decodeURIComponent(match[1]), query };
+  if (path === "/schedules") return { page: "schedules", query };
   return { page: "runs", query };
 }
 
@@ -26,6 +30,8 @@ export function useRoute(): Route {
 export function runHref(id: string): string {
   return `#/runs/${encodeURIComponent(id)}`;
 }
+
+export const SCHEDULES_HREF = "#/schedules";
 
 export function runsHref(query?: URLSearchParams): string {
   const q = query?.toString();

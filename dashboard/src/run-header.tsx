@@ -1,6 +1,6 @@
-import type { RunRecord } from "../../src/api/http-api.ts";
+import { type RunRecord, slotWait } from "../../src/api/http-api.ts";
 import type { LiveStatus } from "./api.ts";
-import { Age, ErrorText, ErrorView, LiveDot, Loading, StateBadge, Time } from "./components.tsx";
+import { Age, ErrorText, ErrorView, LiveDot, Loading, StateBadge, Time, useNow } from "./components.tsx";
 import { actorLabel, count, money } from "./format.ts";
 import { runHref } from "./router.ts";
 import { RunActions } from "./run-actions.tsx";
@@ -27,6 +27,7 @@ export function RunHeader(props: {
             {run.pausedReason}
           </span>
         )}
+        {run && <SlotWait run={run} />}
         {run?.acceptance && (
           <span
             class={`pill tone-${run.acceptance.decision === "accepted" ? "green" : "red"}`}
@@ -61,7 +62,35 @@ export function RunHeader(props: {
   );
 }
 
-/** What is known of the run: agent and workflow, key, times, cost, worker, related runs. */
+/** "waiting for a slot of key … (limit …)" while a keyed run is not claimed: as `cairn runs` says it. */
+function SlotWait(props: { run: RunRecord }) {
+  const now = useNow(5_000);
+  const wait = slotWait(props.run, now);
+  if (!wait) return null;
+  return (
+    <span class="paused-reason slot-wait" data-testid="run-slot-wait">
+      {wait}
+    </span>
+  );
+}
+
+/** The run's concurrency key and limit, and its priority, as `cairn show` words them; nothing without either. */
+function FlowFact(props: { run: RunRecord }) {
+  const { run } = props;
+  if (run.concurrencyKey === undefined && run.priority === undefined) return null;
+  const parts = [
+    run.concurrencyKey === undefined ? "" : `concurrency key "${run.concurrencyKey}" (limit ${run.concurrencyLimit})`,
+    run.priority === undefined ? "" : `priority ${run.priority}`,
+  ].filter(Boolean);
+  return (
+    <>
+      <dt>Flow</dt>
+      <dd data-testid="run-flow">{parts.join(", ")}</dd>
+    </>
+  );
+}
+
+/** What is known of the run: agent and workflow, key, flow control, times, cost, worker, related runs. */
 function RunFacts(props: { run: RunRecord }) {
   const { run } = props;
   return (
@@ -77,6 +106,7 @@ function RunFacts(props: { run: RunRecord }) {
           <dd class="mono">{run.key}</dd>
         </>
       )}
+      <FlowFact run={run} />
       <dt>Created</dt>
       <dd>
         <Time at={run.createdAt} />{" "}

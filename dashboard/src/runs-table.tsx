@@ -1,4 +1,4 @@
-import type { RunRecord } from "../../src/api/http-api.ts";
+import { type RunRecord, slotWait } from "../../src/api/http-api.ts";
 import { Age, StateBadge, Time } from "./components.tsx";
 import { money, shortId } from "./format.ts";
 import { runHref } from "./router.ts";
@@ -29,23 +29,16 @@ export function RunsTable(props: { runs: RunRecord[]; flash: ReadonlySet<string>
   );
 }
 
-/** Runnable states: a keyed run in one, not leased, waits for a slot of its key. */
-const RUNNABLE = new Set(["PENDING", "RESUMING", "CANCELLING", "RECONCILING"]);
-
-/** "waiting for a slot: <key>" for a keyed run not yet claimed (flow control), else undefined. */
-function slotWait(run: RunRecord) {
-  if (run.concurrencyKey === undefined || !RUNNABLE.has(run.state)) return undefined;
-  if (run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > Date.now()) return undefined;
-  return (
-    <span data-testid="run-slot-wait" title={`limit ${run.concurrencyLimit} runs with this key at once`}>
-      waiting for a slot: <span class="mono">{run.concurrencyKey}</span>
-    </span>
-  );
-}
-
 /** One run; a click anywhere but on its link opens it too. */
 function RunRow(props: { run: RunRecord; flash: boolean }) {
   const { run } = props;
+  // A keyed run not yet claimed: in the words `cairn runs` prints under it.
+  const wait = slotWait(run, Date.now());
+  const slot = wait && (
+    <span class="slot-wait" data-testid="run-slot-wait">
+      {wait}
+    </span>
+  );
   return (
     <tr
       data-testid={`run-row-${run.id}`}
@@ -76,7 +69,7 @@ function RunRow(props: { run: RunRecord; flash: boolean }) {
           </span>
         )}
       </td>
-      <td>{run.pausedReason ?? slotWait(run) ?? <span class="muted">—</span>}</td>
+      <td>{run.pausedReason ?? slot ?? <span class="muted">—</span>}</td>
       <td>
         <Age at={run.createdAt} />
       </td>

@@ -8,6 +8,7 @@
 
 export { durationAgo, durationUntil, elapsed, inUnits } from "../core/durations.ts";
 export type { SerializedError } from "../core/errors.ts";
+export { slotWait } from "../core/flow-control.ts";
 export type {
   Actor,
   EffectRecord,
@@ -26,7 +27,14 @@ export {
   TERMINAL_STATES,
 } from "../core/run-state.ts";
 export type { ApiErrorBody, ApiErrorCode, ServerErrorCode } from "./error-body.ts";
-export type { AgentInfo, EffectEntry, PrincipalInfo, RunPage } from "./responses.ts";
+export type {
+  AgentInfo,
+  EffectEntry,
+  PrincipalInfo,
+  RunPage,
+  ScheduleInfo,
+  ScheduleTrigger,
+} from "./responses.ts";
 export { type Permission, ROLE_PERMISSIONS, ROLES, type Role } from "./roles.ts";
 export { type RawSseEvent, readSse } from "./sse-reader.ts";
 export type { FeedReadyData, RunEndData, TransitionEventData } from "./stream-events.ts";

@@ -1,4 +1,6 @@
 import type { EffectRecord, Json, RunRecord } from "../core/records.ts";
+import type { RunState } from "../core/run-state.ts";
+import type { ScheduleRecord } from "../core/schedules.ts";
 import type { Role } from "./roles.ts";
 
 /**
@@ -45,4 +47,24 @@ export interface RunPage {
   runs: RunRecord[];
   /** Pass as `cursor` for the next page; null when there are no more. A page may be short (even empty) with a cursor: follow it. */
   nextCursor: string | null;
+}
+
+/**
+ * A schedule as `GET /api/schedules` (`{ schedules: ScheduleInfo[] }`, by id) and the routes that
+ * change one (`{ schedule }`) answer: its record and its next fire times.
+ */
+export interface ScheduleInfo extends ScheduleRecord {
+  /** The next ten fire times (epoch ms), from the next tick on; empty while paused. */
+  nextTimes: number[];
+  /**
+   * The run `lastRunId` names (the last tick's that started one, or a trigger's) as it is now:
+   * its state and the tick it was started for (ISO 8601); null when none, or pruned.
+   */
+  lastRun: { id: string; state: RunState; scheduledFor: string | null } | null;
+}
+
+/** `POST /api/schedules/:id/trigger` (202): the tick marked, and its run once this server's worker started it. */
+export interface ScheduleTrigger {
+  runId: string | null;
+  tickAt: number;
 }

@@ -69,6 +69,12 @@ describe("slots and order", () => {
     expect(slotWait(run({ concurrencyKey: "k", concurrencyLimit: 2 }), 0)).toBe(
       'waiting for a slot of key "k" (limit 2)',
     );
+    expect(slotWait(run({ concurrencyKey: "k", concurrencyLimit: 2, priority: -3 }), 0)).toBe(
+      'waiting for a slot of key "k" (limit 2), priority -3',
+    );
+    expect(slotWait(run({ concurrencyKey: "k", concurrencyLimit: 2, priority: 0 }), 0)).toBe(
+      'waiting for a slot of key "k" (limit 2)',
+    );
     expect(slotWait(run({}), 0)).toBeUndefined();
   });
 

@@ -182,10 +182,15 @@ export function holdsSlot(run: RunRecord, now: number): boolean {
 
 /**
  * What a run not yet claimed waits for, for `cairn runs` / `cairn show` / the dashboard: a
- * runnable keyed run without a live lease is "waiting for a slot" of its key (or for a worker).
+ * runnable keyed run without a live lease is "waiting for a slot" of its key (or for a worker),
+ * with its priority when it has one other than 0.
  */
-export function slotWait(run: RunRecord, now: number): string | undefined {
+export function slotWait(
+  run: Pick<RunRecord, "state" | "concurrencyKey" | "concurrencyLimit" | "priority" | "leaseOwner" | "leaseExpiresAt">,
+  now: number,
+): string | undefined {
   if (run.concurrencyKey === undefined || !CLAIMABLE_HOLDING.has(run.state)) return undefined;
   if (run.leaseOwner !== null && run.leaseExpiresAt !== null && run.leaseExpiresAt > now) return undefined;
-  return `waiting for a slot of key "${run.concurrencyKey}" (limit ${run.concurrencyLimit})`;
+  const priority = run.priority ? `, priority ${run.priority}` : "";
+  return `waiting for a slot of key "${run.concurrencyKey}" (limit ${run.concurrencyLimit})${priority}`;
 }

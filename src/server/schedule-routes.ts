@@ -2,9 +2,10 @@ import { createRoute, z } from "@hono/zod-openapi";
 import { InvalidDefinitionError, InvalidInputError } from "../core/errors.ts";
 import type { Json } from "../core/records.ts";
 import type { ScheduleOptions } from "../core/schedules.ts";
+import type { ScheduleView } from "../runtime/runtime-schedules.ts";
 import { requires } from "./auth.ts";
 import { body, common, failure, ok, operate, read, security } from "./route-parts.ts";
-import { EmptyBody } from "./schemas.ts";
+import { EmptyBody, RunStateSchema } from "./schemas.ts";
 import type { ServerApp, ServerContext } from "./server-context.ts";
 
 /*
@@ -12,6 +13,7 @@ import type { ServerApp, ServerContext } from "./server-context.ts";
  * routes.ts). Reading needs any role, changing a schedule the operator role.
  *
  * GET    /api/schedules                → { schedules: ScheduleView[] }  by id, each with nextTimes (the next ten)
+ *                                        and lastRun (its id, state now and tick) or null
  * GET    /api/schedules/:id            → { schedule }
  * PUT    /api/schedules/:id { agent, workflow, input?, cron?, timeZone?, every?, overlap?, catchUp?, catchUpLimit?, paused? }
  *                                      → { schedule }  created, or its definition replaced
@@ -51,6 +53,17 @@ const ScheduleSchema = z
     createdAt: z.number(),
     updatedAt: z.number(),
     nextTimes: z.array(z.number()).openapi({ description: "the next ten fire times (epoch ms); empty while paused" }),
+    lastRun: z
+      .object({
+        id: z.string(),
+        state: RunStateSchema,
+        scheduledFor: z.string().nullable().openapi({ description: "the tick it was started for (ISO 8601)" }),
+      })
+      .nullable()
+      .openapi({
+        description:
+          "the run `lastRunId` names (the last tick's that started one, or a trigger's) as it is now; null when none or pruned",
+      }),
   })
   .openapi("Schedule");
 
@@ -76,7 +89,9 @@ const one = ok(z.object({ schedule: ScheduleSchema }), "The schedule");
 const notFound = { 404: failure("SCHEDULE_NOT_FOUND") };
 const change = {
   ...common,
-  400: failure("INVALID_INPUT (a definition that cannot work) or MALFORMED_JSON"),
+  400: failure(
+    "INVALID_INPUT (a definition that cannot work; a trigger while the last one is being started) or MALFORMED_JSON",
+  ),
   ...notFound,
 };
 const tags = ["schedules"];
@@ -158,26 +173,51 @@ export const deleteScheduleRoute = createRoute({
 /** The handlers of the schedule routes. */
 export function registerScheduleHandlers(app: ServerApp, { runtime }: ServerContext): void {
   const s = runtime.schedules;
-  app.openapi(listSchedulesRoute, async (c) => c.json({ schedules: await s.list() }, 200));
-  app.openapi(getScheduleRoute, async (c) => c.json({ schedule: await s.get(c.req.valid("param").id) }, 200));
+  /** A schedule as the routes answer it: with the state of its last run, read now. */
+  const withRun = async (view: ScheduleView) => {
+    const run = view.lastRunId === null ? undefined : await runtime.backend.getRun(view.lastRunId);
+    const scheduledFor = run?.meta.scheduledFor;
+    const lastRun = run
+      ? { id: run.id, state: run.state, scheduledFor: typeof scheduledFor === "string" ? scheduledFor : null }
+      : null;
+    return { ...view, lastRun };
+  };
+  app.openapi(listSchedulesRoute, async (c) =>
+    c.json({ schedules: await Promise.all((await s.list()).map(withRun)) }, 200),
+  );
+  app.openapi(getScheduleRoute, async (c) =>
+    c.json({ schedule: await withRun(await s.get(c.req.valid("param").id)) }, 200),
+  );
   app.openapi(putScheduleRoute, async (c) => {
     const { id } = c.req.valid("param");
     const given = c.req.valid("json");
     const defined = Object.fromEntries(Object.entries(given).filter(([, v]) => v !== undefined));
     const options = { ...defined, id, input: (given.input ?? null) as Json } as ScheduleOptions;
-    try {
-      return c.json({ schedule: await s.define(options) }, 200);
-    } catch (error) {
-      // A definition from a request that cannot work is the request's fault: 400, not 500.
-      if (error instanceof InvalidDefinitionError) throw new InvalidInputError(error.message);
-      throw error;
-    }
+    return c.json({ schedule: await withRun(await refused(() => s.define(options))) }, 200);
   });
-  app.openapi(pauseScheduleRoute, async (c) => c.json({ schedule: await s.pause(c.req.valid("param").id) }, 200));
-  app.openapi(resumeScheduleRoute, async (c) => c.json({ schedule: await s.resume(c.req.valid("param").id) }, 200));
-  app.openapi(triggerScheduleRoute, async (c) => c.json(await s.trigger(c.req.valid("param").id), 202));
+  app.openapi(pauseScheduleRoute, async (c) =>
+    c.json({ schedule: await withRun(await refused(() => s.pause(c.req.valid("param").id))) }, 200),
+  );
+  app.openapi(resumeScheduleRoute, async (c) =>
+    c.json({ schedule: await withRun(await refused(() => s.resume(c.req.valid("param").id))) }, 200),
+  );
+  app.openapi(triggerScheduleRoute, async (c) => c.json(await refused(() => s.trigger(c.req.valid("param").id)), 202));
   app.openapi(deleteScheduleRoute, async (c) => {
     await s.delete(c.req.valid("param").id);
     return c.json({ deleted: true as const }, 200);
   });
+}
+
+/**
+ * Runs a change asked by a request. What the schedules refuse (a definition that cannot work, a
+ * trigger while the last one is being started, a schedule that kept changing) is the request's to
+ * fix or retry: 400 with the refusal's message, not a 500.
+ */
+async function refused<T>(change: () => Promise<T>): Promise<T> {
+  try {
+    return await change();
+  } catch (error) {
+    if (error instanceof InvalidDefinitionError) throw new InvalidInputError(error.message);
+    throw error;
+  }
 }
