@@ -308,6 +308,29 @@ describe("a declared rate limit's wait in process", () => {
   });
 });
 
+describe("a declared rate limit's wait at shutdown", () => {
+  it("lasts through the grace period, then the run is INTERRUPTED without the call", async () => {
+    const calls: number[] = [];
+    const lines: { level: string; message: string; fields: LogFields }[] = [];
+    const agent = searcher("slow-api", calls, Date.now);
+    const backend = new InMemoryBackend();
+    const runtime = runtimes.make({
+      agents: [agent],
+      backend,
+      rateLimits: { "slow-api": { limit: 1, per: "1h" } },
+      logger: recordingLogger(lines),
+    });
+    await runtime.start();
+    const handle = await runtime.run(agent, "many", { times: 2 });
+    await until(() => lines.some((l) => l.fields.rateLimit === "slow-api" && l.fields.waitMs !== undefined), {
+      what: "the second call to wait for its slot",
+    });
+    await runtime.shutdown({ graceMs: 50 });
+    expect((await backend.getRun(handle.id))?.state).toBe("INTERRUPTED");
+    expect(calls).toHaveLength(1);
+  });
+});
+
 describe("declared rate limits on SQLite", () => {
   it("spaces the calls of a named limit through the SQLite backend's rate_limits table", async () => {
     const calls: number[] = [];
