@@ -26,6 +26,14 @@ describe("shared rate limits on the virtual clock", () => {
     for (const t of times) expect(times.filter((u) => u >= t && u < t + 1000).length).toBeLessThanOrEqual(20);
   });
 
+  it('takes the runtime\'s { limit, per } form too: 2 per "1m" is a call every 30 s', async () => {
+    const clock = new VirtualClock();
+    const limiter = new SharedRateLimiter(new InMemoryBackend(), { api: { limit: 2, per: "1m" } }, { clock });
+    expect([await limiter.take("api"), await limiter.take("api"), await limiter.take("api")]).toEqual([
+      0, 30_000, 30_000,
+    ]);
+  });
+
   it("holds the limit for everyone when a call is told to retry after a while (429)", async () => {
     const clock = new VirtualClock();
     const backend = new InMemoryBackend();
@@ -40,6 +48,9 @@ describe("shared rate limits on the virtual clock", () => {
     expect(clock.now() - before).toBe(30_000);
     expect(logged.some((m) => m.includes('rate limit "model" held for 30000 ms'))).toBe(true);
     expect(() => new SharedRateLimiter(backend, { bad: { limit: 0, periodMs: 1000 } })).toThrow(/whole number/);
+    expect(() => new SharedRateLimiter(backend, { bad: { limit: 2, per: "often" } })).toThrow(
+      /rate limit "bad": rate limit `per` must be a duration/,
+    );
     await expect(a.take("unknown")).rejects.toThrow(/no rate limit named "unknown"/);
   });
 });
