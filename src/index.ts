@@ -154,6 +154,7 @@ export type {
 export type { ModelCallOptions, ModelProvider } from "./core/model-provider.ts";
 export type { Policy, PolicyCall, PolicyDecision } from "./core/policies.ts";
 export { DEFAULT_PRICES, type ModelPrice } from "./core/prices.ts";
+export type { RateLimitDeclaration, RateLimitSpec } from "./core/rate-limits.ts";
 export type {
   AcceptanceRecord,
   Actor,

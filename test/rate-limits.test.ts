@@ -8,7 +8,7 @@ import { SharedRateLimiter } from "../src/runtime/rate-limiter.ts";
 import { VirtualClock } from "../src/runtime/virtual-clock.ts";
 import { startTestDatabase, type TestDatabase } from "./helpers/postgres.ts";
 
-const CHILD = join(import.meta.dirname, "rate-limits", "caller-child.ts");
+const CHILD = join(import.meta.dirname, "rate-limits", "declared-child.ts");
 
 describe("shared rate limits on the virtual clock", () => {
   it("spaces calls periodMs / limit apart: 100 calls at 20 per second take 4.95 s", async () => {
@@ -26,6 +26,14 @@ describe("shared rate limits on the virtual clock", () => {
     for (const t of times) expect(times.filter((u) => u >= t && u < t + 1000).length).toBeLessThanOrEqual(20);
   });
 
+  it('takes the runtime\'s { limit, per } form too: 2 per "1m" is a call every 30 s', async () => {
+    const clock = new VirtualClock();
+    const limiter = new SharedRateLimiter(new InMemoryBackend(), { api: { limit: 2, per: "1m" } }, { clock });
+    expect([await limiter.take("api"), await limiter.take("api"), await limiter.take("api")]).toEqual([
+      0, 30_000, 30_000,
+    ]);
+  });
+
   it("holds the limit for everyone when a call is told to retry after a while (429)", async () => {
     const clock = new VirtualClock();
     const backend = new InMemoryBackend();
@@ -40,6 +48,9 @@ describe("shared rate limits on the virtual clock", () => {
     expect(clock.now() - before).toBe(30_000);
     expect(logged.some((m) => m.includes('rate limit "model" held for 30000 ms'))).toBe(true);
     expect(() => new SharedRateLimiter(backend, { bad: { limit: 0, periodMs: 1000 } })).toThrow(/whole number/);
+    expect(() => new SharedRateLimiter(backend, { bad: { limit: 2, per: "often" } })).toThrow(
+      /rate limit "bad": rate limit `per` must be a duration/,
+    );
     await expect(a.take("unknown")).rejects.toThrow(/no rate limit named "unknown"/);
   });
 });
@@ -52,43 +63,54 @@ afterAll(async () => {
   await db?.close();
 });
 
-describe("a shared rate limit across processes (PostgreSQL)", () => {
-  it("holds 20 per second within 10% over 10 s with 3 processes calling as fast as they may", async () => {
+describe("a declared rate limit across worker processes (PostgreSQL)", () => {
+  it("holds 20 per second within 10% over 8 s with 3 worker processes running 4 runs each", async () => {
     const url = (db as TestDatabase).url;
     const schema = "rate_limits_test";
     const backend = new PostgresBackend({ connectionString: url, schema });
-    await backend.init(); // the schema, before the callers race for it
+    await backend.init(); // the schema, before the workers race for it
     await backend.close();
-    const durationMs = 10_000;
-    const startAt = Date.now() + 6000; // the processes start in a few seconds on a busy machine
-    const outputs = await Promise.all(
-      [0, 1, 2].map(
-        () =>
-          new Promise<string>((resolve, reject) => {
-            const child = spawn(process.execPath, [
-              "--import",
-              "tsx",
-              CHILD,
-              url,
-              schema,
-              String(startAt),
-              String(durationMs),
-            ]);
+    const durationMs = 8000;
+    const children = [0, 1, 2].map(() =>
+      spawn(process.execPath, ["--import", "tsx", CHILD, url, schema, String(durationMs)], {
+        stdio: ["pipe", "pipe", "pipe"],
+      }),
+    );
+    const outputs = children.map(
+      (child) =>
+        new Promise<string>((resolve, reject) => {
+          let out = "";
+          let err = "";
+          child.stdout.on("data", (d) => (out += d));
+          child.stderr.on("data", (d) => (err += d));
+          child.on("close", (code) => (code === 0 ? resolve(out) : reject(new Error(`worker exited ${code}: ${err}`))));
+        }),
+    );
+    // Every worker is up: they start their runs together, half a second from now.
+    await Promise.all(
+      children.map(
+        (child) =>
+          new Promise<void>((resolve) => {
             let out = "";
-            let err = "";
-            child.stdout.on("data", (d) => (out += d));
-            child.stderr.on("data", (d) => (err += d));
-            child.on("close", (code) =>
-              code === 0 ? resolve(out) : reject(new Error(`caller exited ${code}: ${err}`)),
-            );
+            const onData = (d: Buffer) => {
+              out += d;
+              if (!out.includes("ready")) return;
+              child.stdout.off("data", onData);
+              resolve();
+            };
+            child.stdout.on("data", onData);
           }),
       ),
     );
-    const perProcess = outputs.map((out) => JSON.parse(/calls (.*)/.exec(out)?.[1] ?? "[]") as number[]);
+    const startAt = Date.now() + 500;
+    for (const child of children) child.stdin.end(`${startAt}\n`);
+    const perProcess = (await Promise.all(outputs)).map(
+      (out) => JSON.parse(/calls (.*)/.exec(out)?.[1] ?? "[]") as number[],
+    );
     const calls = perProcess.flat().sort((a, b) => a - b);
     const rate = calls.length / (durationMs / 1000);
     console.log(
-      `rate limit 20/s over ${durationMs} ms, 3 processes x 4 callers: ${calls.length} calls (${rate.toFixed(1)}/s; per process ${perProcess.map((p) => p.length).join(", ")})`,
+      `declared rate limit 20/s over ${durationMs} ms, 3 worker processes x 4 runs: ${calls.length} calls (${rate.toFixed(1)}/s; per process ${perProcess.map((p) => p.length).join(", ")})`,
     );
     expect(perProcess.every((p) => p.length > 0)).toBe(true);
     expect(rate).toBeGreaterThanOrEqual(18);

@@ -13,6 +13,7 @@ import type { ToolContext, WorkflowContext } from "../core/context.ts";
 import { InvalidDefinitionError } from "../core/errors.ts";
 import { type AgentFlow, validateAgentFlow } from "../core/flow-control.ts";
 import { isInputSchema } from "../core/input-schema.ts";
+import { checkRateLimitSpec } from "../core/rate-limits.ts";
 import { resolveRetryPolicy } from "../core/retry-policy.ts";
 
 const NAME = /^[A-Za-z][A-Za-z0-9_.-]{0,127}$/;
@@ -180,15 +181,7 @@ export function makeAgent(spec: {
       `agent "${spec.name}" compensate must be "never", "on_failure" or "on_failure_or_cancel" (got ${JSON.stringify(compensate)})`,
     );
   }
-  for (const [name, tool] of Object.entries(tools)) {
-    const declared = tool.effect?.compensate;
-    const target = typeof declared === "string" ? declared : declared?.tool;
-    if (declared !== undefined && !(target && tools[target])) {
-      throw new InvalidDefinitionError(
-        `tool "${name}" of agent "${spec.name}" names compensate tool ${JSON.stringify(target)}, which the agent does not have; add it to the agent's tools`,
-      );
-    }
-  }
+  for (const [name, tool] of Object.entries(tools)) checkToolOptions(spec.name, name, tool, tools);
   const budget = validateBudget(spec.budget ?? {}, `the budget of agent "${spec.name}"`);
   validateAgentFlow(spec.name, spec.flow, names);
   return Object.freeze({
@@ -204,6 +197,29 @@ export function makeAgent(spec: {
     inputs: byName(inputs) as WorkflowInputs<Record<string, WorkflowFunction>>,
     ...(spec.flow === undefined ? {} : { flow: spec.flow }),
   });
+}
+
+/**
+ * What of tool `name`'s options needs its agent: its compensate tool is one of `tools`; its
+ * `rateLimit`, as far as it can be checked without the runtime (a limit of its own is valid, a name
+ * is not empty; the runtime checks that it declares the name).
+ */
+function checkToolOptions(agent: string, name: string, tool: ToolDefinition, tools: ToolMap): void {
+  const declared = tool.effect?.compensate;
+  const target = typeof declared === "string" ? declared : declared?.tool;
+  if (declared !== undefined && !(target && tools[target])) {
+    throw new InvalidDefinitionError(
+      `tool "${name}" of agent "${agent}" names compensate tool ${JSON.stringify(target)}, which the agent does not have; add it to the agent's tools`,
+    );
+  }
+  const limit: unknown = tool.rateLimit;
+  const where = `tool "${name}" of agent "${agent}"`;
+  if (limit !== undefined && typeof limit !== "string") checkRateLimitSpec(limit, where);
+  else if (typeof limit === "string" && limit.trim() === "") {
+    throw new InvalidDefinitionError(
+      `${where}: rateLimit is an empty name; name one of the runtime's rateLimits, or give { limit, per }`,
+    );
+  }
 }
 
 /**

@@ -10,6 +10,11 @@ export interface CairnConfig {
   domains?: NonNullable<RuntimeOptions["domains"]>;
   /** Models `ctx.llm` calls, by name; `default` is used when a call names none. @default {} */
   models?: NonNullable<RuntimeOptions["models"]>;
+  /**
+   * Named rate limits shared by every worker, which tools and models name in their `rateLimit`
+   * (see `RuntimeOptions.rateLimits`). @default {}
+   */
+  rateLimits?: NonNullable<RuntimeOptions["rateLimits"]>;
   /** MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers, by name. @default {} */
   mcp?: NonNullable<RuntimeOptions["mcp"]>;
   /** Per-attempt timeout of model calls that set none. @default the provider's (5 minutes for real models) */

@@ -79,7 +79,7 @@ function findConfig(exports: Record<string, unknown>, path: string): CairnConfig
     );
   }
   const config = candidate as CairnConfig;
-  for (const key of ["domains", "models", "mcp"] as const) {
+  for (const key of ["domains", "models", "mcp", "rateLimits"] as const) {
     const value = config[key];
     if (value !== undefined && (typeof value !== "object" || value === null)) {
       throw new CliError(`module "${path}": runtimeOptions.${key} must be an object keyed by name`);
@@ -124,12 +124,12 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     }
   }
   const config: CairnConfig = {};
-  for (const key of ["domains", "models", "mcp"] as const) {
+  for (const key of ["domains", "models", "mcp", "rateLimits"] as const) {
     const merged: Record<string, unknown> = {};
     const from = new Map<string, string>();
     for (const module of modules) {
       for (const [name, value] of Object.entries(module.config[key] ?? {})) {
-        if (Object.hasOwn(merged, name) && merged[name] !== value) {
+        if (Object.hasOwn(merged, name) && merged[name] !== value && !sameLimit(key, merged[name], value)) {
           throw new CliError(
             `${NOUN[key]} "${name}" is defined differently by ${from.get(name)} and ${module.path} (runtimeOptions.${key}); a worker has one ${NOUN[key]} per name: give them different names or define it in one shared module`,
           );
@@ -169,4 +169,9 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
 }
 
 /** What one entry of each named map of the runtime options is called in messages. */
-const NOUN = { domains: "domain", models: "model", mcp: "MCP server" } as const;
+const NOUN = { domains: "domain", models: "model", mcp: "MCP server", rateLimits: "rate limit" } as const;
+
+/** Two modules declare the same rate limit under one name (equal limits are one limit). */
+function sameLimit(key: string, a: unknown, b: unknown): boolean {
+  return key === "rateLimits" && JSON.stringify(a) === JSON.stringify(b);
+}

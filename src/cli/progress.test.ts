@@ -111,6 +111,15 @@ describe("LiveProgress", () => {
       'out:  step 4 model call "default": attempt 3 in 30s (the run pauses meanwhile), after: ECONNREFUSED',
     ]);
   });
+
+  it("says a wait for a slot of a rate limit, with the limit and the wait", () => {
+    const { io, seen } = recorder({ tty: false, raw: true });
+    const base = { type: "step.rate_limited", seq: 2, attempt: 1, kind: "tool", name: "search" } as const;
+    new LiveProgress(io).event({ ...base, rateLimit: "search-api", limit: 2, periodMs: 60_000, waitMs: 30_000 });
+    expect(seen).toEqual([
+      'out:  step 2 tool "search": attempt 1 waits 30s for a slot of rate limit "search-api" (2 per 1m)',
+    ]);
+  });
 });
 
 describe("JournalProgress", () => {

@@ -1,4 +1,5 @@
 import type { RunEventBody } from "../core/events.ts";
+import { describeRateLimit } from "../core/rate-limits.ts";
 import type { StepKind } from "../core/records.ts";
 import { type Io, truncate, WIDTH } from "./format.ts";
 import { span, stepKindLabel } from "./waits.ts";
@@ -91,6 +92,11 @@ export class LiveProgress {
       case "step.retry":
         this.#line(
           `  ${label(event)}: attempt ${event.attempt + 1} in ${span(event.delayMs)}${event.paused ? " (the run pauses meanwhile)" : ""}, after: ${cause(event.error)}`,
+        );
+        return;
+      case "step.rate_limited":
+        this.#line(
+          `  ${label(event)}: attempt ${event.attempt} waits ${span(event.waitMs)} for a slot of rate limit "${event.rateLimit}" (${describeRateLimit(event)})`,
         );
         return;
       case "model.text":

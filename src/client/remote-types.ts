@@ -53,6 +53,7 @@ export type RemoteEvent =
         | "step.start"
         | "step.end"
         | "step.retry"
+        | "step.rate_limited"
         | "model.start"
         | "model.text"
         | "model.retry"

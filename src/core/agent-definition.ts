@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { Budget } from "./budget.ts";
 import type { ToolContext, ToolSignature, ToolSignatures, WorkflowContext } from "./context.ts";
 import type { AgentFlow } from "./flow-control.ts";
+import type { RateLimitDeclaration } from "./rate-limits.ts";
 import type { RetryPolicy } from "./retry-policy.ts";
 
 /**
@@ -33,6 +34,17 @@ export interface ToolOptions<S extends z.ZodType = z.ZodType> {
    * receipt is recorded. An attempt that ends without a definite outcome is settled by `status`.
    */
   effect?: ToolEffect;
+  /**
+   * A rate limit on its calls, shared by every worker on the backend (DESIGN §4 *Rate limits*):
+   * the name of one of the runtime's `rateLimits` (`"search-api"`, shared with whatever else names
+   * it), or a limit of its own (`{ limit: 20, per: "1s" }`, kept under `tool:<agent>.<tool>`).
+   * Each attempt takes a slot just before it runs (a replayed call takes none); an attempt over
+   * the limit waits in process, logged and sent as a `step.rate_limited` event, and stops waiting
+   * when the run is cancelled. An attempt that fails with a `retryAfterMs` (a 429 with
+   * Retry-After, e.g. `ModelUnavailableError`) holds the limit that long for every worker.
+   * @default no limit
+   */
+  rateLimit?: RateLimitDeclaration;
 }
 
 /** How an effect tool's outcome is made safe (see {@link ToolOptions.effect}). */

@@ -47,6 +47,22 @@ export type RunEventBody =
       delayMs: number;
       paused: boolean;
     }
+  /**
+   * Attempt `attempt` of step `seq` waits `waitMs` for a slot of the shared rate limit `rateLimit`
+   * (`limit` calls per `periodMs`) before it begins; sent when the wait begins. The wait is in
+   * process (the run stays RUNNING) and ends early if the run is cancelled.
+   */
+  | {
+      type: "step.rate_limited";
+      seq: number;
+      attempt: number;
+      kind: StepKind;
+      name: string;
+      rateLimit: string;
+      limit: number;
+      periodMs: number;
+      waitMs: number;
+    }
   /** An attempt of a model call began. */
   | { type: "model.start"; seq: number; attempt: number; model: string }
   /** Text the model produced, in order. */

@@ -1,4 +1,5 @@
 import type { GenerateRequest, ModelResponse } from "./model-messages.ts";
+import type { RateLimitDeclaration } from "./rate-limits.ts";
 
 /** What the runtime hands a provider with each attempt of a model call. */
 export interface ModelCallOptions {
@@ -26,5 +27,13 @@ export interface ModelProvider {
    * answers in-process (the scripted model) needs none.
    */
   readonly timeoutMs?: number | undefined;
+  /**
+   * A rate limit on its calls, shared by every worker on the backend: the name of one of the
+   * runtime's `rateLimits` (`"openai"`), or a limit of its own (`{ limit: 500, per: "1m" }`, kept
+   * under `model:<name>`). Each attempt of a model step takes a slot just before it calls; a 429
+   * with Retry-After holds the limit for every worker (see `ToolOptions.rateLimit`).
+   * @default no limit
+   */
+  readonly rateLimit?: RateLimitDeclaration | undefined;
   generate(request: GenerateRequest, options: ModelCallOptions): Promise<ModelResponse>;
 }

@@ -7,6 +7,7 @@ import type {
 import { ModelRequestError, ModelUnavailableError } from "../core/errors.ts";
 import type { GenerateRequest, ModelResponse, ModelToolCall } from "../core/model-messages.ts";
 import type { ModelCallOptions, ModelProvider } from "../core/model-provider.ts";
+import type { RateLimitDeclaration } from "../core/rate-limits.ts";
 import type { Json } from "../core/records.ts";
 import { callOptions } from "./ai-sdk-prompt.ts";
 import type { AiSdkCallOptions, AiSdkLanguageModel } from "./ai-sdk-spec.ts";
@@ -25,6 +26,11 @@ export interface AiSdkModelOptions {
   stream?: boolean | undefined;
   /** Per-attempt timeout of a call that sets none (the runtime's `modelTimeoutMs` wins). @default 300000 */
   timeoutMs?: number | undefined;
+  /**
+   * A rate limit on its calls, shared by every worker: a name of the runtime's `rateLimits`, or
+   * `{ limit, per }` of its own (see `ModelProvider.rateLimit`). @default no limit
+   */
+  rateLimit?: RateLimitDeclaration | undefined;
 }
 
 /**
@@ -54,6 +60,7 @@ export class AiSdkModel implements ModelProvider {
   readonly #model: V3View;
   readonly #stream: boolean;
   readonly timeoutMs: number;
+  readonly rateLimit: RateLimitDeclaration | undefined;
 
   constructor(model: AiSdkLanguageModel, options: AiSdkModelOptions = {}) {
     this.#model = adaptModel(model);
@@ -61,6 +68,7 @@ export class AiSdkModel implements ModelProvider {
     this.name = options.name ?? `${model.provider}:${model.modelId}`;
     this.#stream = options.stream ?? true;
     this.timeoutMs = options.timeoutMs ?? 300_000;
+    this.rateLimit = options.rateLimit;
   }
 
   async generate(request: GenerateRequest, options: ModelCallOptions): Promise<ModelResponse> {

@@ -1,5 +1,6 @@
 import { InvalidDefinitionError } from "../core/errors.ts";
 import type { ModelProvider } from "../core/model-provider.ts";
+import type { RateLimitDeclaration } from "../core/rate-limits.ts";
 import { AiSdkModel } from "./ai-sdk-model.ts";
 import { anthropicPackage, openaiPackage } from "./ai-sdk-peers.ts";
 
@@ -18,6 +19,11 @@ export interface ProviderOptions {
   name?: string | undefined;
   /** Stream answers (text reaches the run's event stream as it comes). @default true */
   stream?: boolean | undefined;
+  /**
+   * A rate limit on its calls, shared by every worker: a name of the runtime's `rateLimits`
+   * (`"openai"`), or `{ limit, per }` of its own (see `ModelProvider.rateLimit`). @default no limit
+   */
+  rateLimit?: RateLimitDeclaration | undefined;
 }
 
 /**
@@ -33,7 +39,11 @@ export function openai(modelId: string, options: ProviderOptions = {}): AiSdkMod
     ...(options.baseURL !== undefined && { baseURL: options.baseURL }),
     ...(options.headers !== undefined && { headers: options.headers }),
   });
-  return new AiSdkModel(provider.chat(modelId), { name: options.name, stream: options.stream });
+  return new AiSdkModel(provider.chat(modelId), {
+    name: options.name,
+    stream: options.stream,
+    rateLimit: options.rateLimit,
+  });
 }
 
 /**
@@ -48,7 +58,11 @@ export function anthropic(modelId: string, options: ProviderOptions = {}): AiSdk
     ...(options.baseURL !== undefined && { baseURL: options.baseURL }),
     ...(options.headers !== undefined && { headers: options.headers }),
   });
-  return new AiSdkModel(provider.messages(modelId), { name: options.name, stream: options.stream });
+  return new AiSdkModel(provider.messages(modelId), {
+    name: options.name,
+    stream: options.stream,
+    rateLimit: options.rateLimit,
+  });
 }
 
 /**

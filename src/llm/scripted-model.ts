@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import type { GenerateRequest, ModelResponse } from "../core/model-messages.ts";
 import type { ModelCallOptions, ModelProvider } from "../core/model-provider.ts";
+import type { RateLimitDeclaration } from "../core/rate-limits.ts";
 import type { Json } from "../core/records.ts";
 
 /** A scripted turn: text, tool calls, or both. */
@@ -25,6 +26,8 @@ export interface ScriptedModelOptions {
   replies?: ScriptedReply[];
   /** Milliseconds between streamed words, to watch streaming in a demo. @default 0 */
   streamDelayMs?: number;
+  /** A rate limit on its calls (see `ModelProvider.rateLimit`). @default no limit */
+  rateLimit?: RateLimitDeclaration;
 }
 
 /**
@@ -37,6 +40,7 @@ export interface ScriptedModelOptions {
  */
 export class ScriptedModel implements ModelProvider {
   readonly name: string;
+  readonly rateLimit: RateLimitDeclaration | undefined;
   readonly #replies: ScriptedReply[];
   readonly #delayMs: number;
   #calls = 0;
@@ -45,6 +49,7 @@ export class ScriptedModel implements ModelProvider {
     this.name = options.name ?? "scripted";
     this.#replies = options.replies ?? [];
     this.#delayMs = options.streamDelayMs ?? 0;
+    this.rateLimit = options.rateLimit;
   }
 
   /** How many times the model has been called (a replayed step does not call it). */

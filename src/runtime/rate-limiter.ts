@@ -2,6 +2,7 @@ import type { RateLimitStore, RuntimeBackend } from "../backend/backend.ts";
 import { type Clock, systemClock } from "../core/clock.ts";
 import { InvalidDefinitionError, ModelUnavailableError } from "../core/errors.ts";
 import { adaptLegacyLogger, type LegacyLogger, type Logger, silentLogger } from "../core/logger.ts";
+import { checkRateLimitSpec, type RateLimitSpec } from "../core/rate-limits.ts";
 
 /** One limit: at most `limit` calls per `periodMs`, spaced evenly (`periodMs / limit` apart). */
 export interface RateLimit {
@@ -37,16 +38,31 @@ export class SharedRateLimiter {
   readonly #clock: Clock;
   readonly #logger: Logger;
 
-  constructor(backend: RuntimeBackend, limits: Record<string, RateLimit>, options: SharedRateLimiterOptions = {}) {
-    for (const [name, { limit, periodMs }] of Object.entries(limits)) {
+  /**
+   * @param limits by name: `{ limit, periodMs }`, or `{ limit, per }` as the runtime's
+   *   `rateLimits` take them (`per`: `"1s"`, `"1m"`, … or ms), so one object can serve both.
+   */
+  constructor(
+    backend: RuntimeBackend,
+    limits: Record<string, RateLimit | RateLimitSpec>,
+    options: SharedRateLimiterOptions = {},
+  ) {
+    const checked: Record<string, RateLimit> = {};
+    for (const [name, spec] of Object.entries(limits)) {
+      if ("per" in spec) {
+        checked[name] = checkRateLimitSpec(spec, `rate limit "${name}"`);
+        continue;
+      }
+      const { limit, periodMs } = spec;
       if (!(Number.isSafeInteger(limit) && limit > 0 && Number.isFinite(periodMs) && periodMs > 0)) {
         throw new InvalidDefinitionError(
           `rate limit "${name}" must be a whole number of calls above 0 per a period above 0 ms (got ${limit} per ${periodMs} ms)`,
         );
       }
+      checked[name] = { limit, periodMs };
     }
     this.#backend = backend;
-    this.#limits = { ...limits };
+    this.#limits = checked;
     this.#clock = options.clock ?? systemClock;
     this.#logger = adaptLegacyLogger(options.logger ?? silentLogger);
   }

@@ -48,6 +48,8 @@ export interface EnvelopeHostOptions {
   secret(name: string): Promise<string>;
   /** `ctx.sandbox`: the runtime's sandbox provider and log folder, if it has one. */
   sandbox: EnvelopeHost["sandbox"];
+  /** The declared rate limits of steps, if any (`declaredRateLimits`). */
+  rateLimits?: EnvelopeHost["rateLimits"];
 }
 
 /** Builds the {@link EnvelopeHost} of one run: storage fenced by the run's epoch, clocks, providers. */
@@ -79,6 +81,7 @@ export function createEnvelopeHost(options: EnvelopeHostOptions): EnvelopeHost {
     mcp: options.mcp,
     secret: options.secret,
     sandbox: options.sandbox,
+    rateLimits: options.rateLimits,
     emit: (event) => options.emit(run.id, event),
     log: hostLog(logger.child({ runId: run.id, ...(run.leaseOwner && { worker: run.leaseOwner }) })),
   };

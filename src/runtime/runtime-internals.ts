@@ -24,6 +24,7 @@ import { watchBacklog } from "./backlog-gauge.ts";
 import { checkId } from "./client-checks.ts";
 import { consoleLogger } from "./console-logger.ts";
 import type { ContractOperationsHost } from "./contract-operations.ts";
+import { declaredRateLimits } from "./declared-rate-limits.ts";
 import type { ForkOperationsHost } from "./fork-operations.ts";
 import { RetentionLoop } from "./prune-operations.ts";
 import type { ResumeOperationsHost } from "./resume-operations.ts";
@@ -100,6 +101,7 @@ export class RuntimeInternals {
         ? new McpClients(mcp, { log: (level, message, fields) => this.logger[level](fields ?? {}, message) })
         : undefined;
     this.agents = registerAgents(options.agents);
+    const rateLimits = declaredRateLimits(options, this.agents, this.backend);
     if (options.worker !== false) {
       this.worker = createRuntimeWorker(
         {
@@ -115,6 +117,7 @@ export class RuntimeInternals {
           events: this.events,
           versions: (agent) => this.versions(agent),
           onTransition: (t, run) => this.emit(t, run),
+          rateLimits,
         },
         options.worker ?? {},
       );

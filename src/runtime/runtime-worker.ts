@@ -11,6 +11,7 @@ import type { RunRecord, TransitionRecord, Versions } from "../core/records.ts";
 import type { RuntimeSandboxOptions } from "../core/sandbox-handle.ts";
 import { Worker } from "../worker/worker.ts";
 import type { WorkerOptions } from "../worker/worker-options.ts";
+import { type DeclaredRateLimits, defaultModelKey } from "./declared-rate-limits.ts";
 import type { RunEventHub } from "./run-events.ts";
 import { newRunId } from "./run-id.ts";
 import type { RunLimits } from "./run-limits.ts";
@@ -41,6 +42,8 @@ export interface RuntimeWorkerParts {
   versions(agent: string): Versions;
   /** Tells listeners and waiters about a transition the worker made. */
   onTransition(transition: TransitionRecord, run: RunRecord): void;
+  /** The declared rate limits of steps, if any. */
+  rateLimits?: DeclaredRateLimits | undefined;
 }
 
 /**
@@ -60,7 +63,6 @@ export function createRuntimeWorker(parts: RuntimeWorkerParts, workerOptions: Wo
       agentNames: [...agents.keys()],
       host: (run, _envelope, holdLease) => {
         const models = options.models ?? {};
-        const names = Object.keys(models);
         return createEnvelopeHost({
           holdLease,
           run,
@@ -75,7 +77,7 @@ export function createRuntimeWorker(parts: RuntimeWorkerParts, workerOptions: Wo
           onChildCreated: () => worker.poke(),
           domains: options.domains ?? {},
           models,
-          defaultModel: "default" in models ? "default" : names.length === 1 ? names[0] : undefined,
+          defaultModel: defaultModelKey(models),
           domainRetry: options.domainRetry,
           modelRetry: options.modelRetry,
           modelTimeoutMs: options.modelTimeoutMs,
@@ -87,6 +89,7 @@ export function createRuntimeWorker(parts: RuntimeWorkerParts, workerOptions: Wo
           agentBudget: (agent) => agents.get(agent)?.budget,
           secret,
           sandbox,
+          rateLimits: parts.rateLimits,
         });
       },
       versions: (agent) => parts.versions(agent),

@@ -5,6 +5,7 @@ import type { McpTools } from "../mcp-tools.ts";
 import type { ModelProvider } from "../model-provider.ts";
 import type { Policy } from "../policies.ts";
 import type { PriceTable } from "../prices.ts";
+import type { StepRateLimits } from "../rate-limits.ts";
 import type { Json, ParentClosePolicy, StepRecord } from "../records.ts";
 import type { RetryPolicy } from "../retry-policy.ts";
 import type { SandboxProvider } from "../sandbox.ts";
@@ -76,6 +77,11 @@ export interface EnvelopeHost {
   readonly maxHistoryBytes: number;
   /** Events (steps, retried attempts, transitions) a run's history may hold. */
   readonly maxHistoryEvents: number;
+  /**
+   * The rate limits declared on the runtime, its agents' tools and its models, and the backend's
+   * slots (DESIGN §4 *Rate limits*); undefined when none is declared.
+   */
+  readonly rateLimits?: StepRateLimits | undefined;
   /** Retry policy of domain steps. */
   readonly domainRetry: RetryPolicy | undefined;
   /** Retry policy of model steps. */

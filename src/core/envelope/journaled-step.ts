@@ -1,5 +1,6 @@
 import type { EffectSpec } from "../effect-steps.ts";
 import { textBytes } from "../history-meter.ts";
+import type { ResolvedRateLimit } from "../rate-limits.ts";
 import type { Json, StepKind, StepRecord, WaitRecord } from "../records.ts";
 import { redactJson } from "../redact.ts";
 import { type RetryPolicy, resolveRetryPolicy } from "../retry-policy.ts";
@@ -20,6 +21,8 @@ export interface StepSpec<R> {
   run: (attempt: StepExecution) => Promise<R> | R;
   /** The step is an effect: its spec, built once its seq is known. */
   effect: ((seq: number) => EffectSpec) | undefined;
+  /** The rate limit its attempts are under (a tool's or a model's). @default none */
+  rateLimit?: ResolvedRateLimit | undefined;
 }
 
 /**
@@ -76,6 +79,7 @@ export async function runStep<R>(
       run: spec.run,
       trace: span,
       effect: spec.effect?.(seq),
+      rateLimit: spec.rateLimit,
       retryPause: {
         afterMs: x.host.retryPauseThresholdMs,
         wait: (attempt) => x.waits.stored(`r${seq}.${attempt}`),

@@ -9,6 +9,7 @@ import {
 } from "../effect-steps.ts";
 import { ToolFailedError } from "../errors.ts";
 import { type HistoryMeter, jsonBytes, textBytes } from "../history-meter.ts";
+import type { ResolvedRateLimit } from "../rate-limits.ts";
 import type { AttemptRecord, Json, StepRecord } from "../records.ts";
 import { holdsKnownSecret, redactKnownJson } from "../redact.ts";
 import { isRetryable, type ResolvedRetryPolicy, retryDelayMs } from "../retry-policy.ts";
@@ -18,6 +19,7 @@ import { endAttemptSpan, type SpanScope, startAttemptSpan } from "../telemetry/s
 import { type AttemptLimits, runAttempt } from "./attempt-runner.ts";
 import type { EnvelopeHost } from "./envelope-host.ts";
 import type { JournalWriter } from "./journal-writer.ts";
+import { holdRateLimit, waitForRateSlot } from "./rate-wait.ts";
 import { Attempt, type StepExecution } from "./step-attempt.ts";
 import { emitAttemptEnd, emitAttemptStart, emitRetry } from "./step-events.ts";
 
@@ -65,6 +67,12 @@ export interface ExecuteStepOptions<R> {
   effect?: EffectSpec | undefined;
   /** The step's span (undefined when nothing records): each attempt's span starts under it. */
   trace?: SpanScope | undefined;
+  /**
+   * The step's rate limit (a tool's or a model's, DESIGN §4 *Rate limits*): each attempt takes a
+   * slot of it just before it begins and waits for it in process (`waitForRateSlot`); a failure
+   * with `retryAfterMs` holds the limit for every worker.
+   */
+  rateLimit?: ResolvedRateLimit | undefined;
 }
 
 /**
@@ -101,6 +109,10 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
     if (retryPause && pending?.status === "open" && pending.dueAt !== null) {
       return retryPause.park(attemptNo, pending.dueAt);
     }
+    // The attempt's slot of the step's rate limit, before anything of the attempt is written.
+    if (options.rateLimit) {
+      await waitForRateSlot(host, step, attemptNo, options.rateLimit, limits.label, signal, options.trace);
+    }
     const record = startAttempt(step, attemptNo, host, history);
     await writer.before(step, effect !== undefined);
     // After the start record is queued, so the previous step's result still rides on its commit.
@@ -122,6 +134,7 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
       endAttemptSpan(span, error);
       if (stop.aborted) throw stop.reason;
       failedAttempt(step, record, error, host, history);
+      if (options.rateLimit) await holdRateLimit(host, step, options.rateLimit, retryAfterMs(error), limits.label);
       if (effect && !saysNotApplied(error)) {
         // The attempt may have applied the effect: settle that before retrying or failing.
         writer.later(step, false);
@@ -135,21 +148,37 @@ export async function executeStep<R>(options: ExecuteStepOptions<R>): Promise<R>
       if (options.cancel?.aborted || !isRetryable(policy, error) || attemptNo >= policy.maximumAttempts) {
         return fail(step, host, writer, error, history);
       }
-      // A provider that said when to come back (Retry-After) is not asked again sooner.
-      const delay = Math.max(retryDelayMs(policy, attemptNo + 1, host.random()), retryAfterMs(error));
-      const parks = retryPause !== undefined && delay >= retryPause.afterMs;
-      const why = { runId: step.runId, seq: step.seq, error: record.error?.message };
-      host.log(
-        "info",
-        `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms${parks ? " (run paused)" : ""}`,
-        why,
-      );
-      emitRetry(host, step, record, delay, parks);
-      writer.later(step, false);
-      if (parks) return retryPause.park(attemptNo + 1, host.now() + delay);
+      const { delay, parks } = retryDelay(options, record, error);
+      if (parks && retryPause) return retryPause.park(attemptNo + 1, host.now() + delay);
       await host.sleep(delay, signal);
     }
   }
+}
+
+/**
+ * The wait before the next attempt after attempt `record` failed with `error` (never shorter than
+ * the provider's Retry-After), and whether the run pauses for it; logged, sent as `step.retry`,
+ * and the failure queued for the journal.
+ */
+function retryDelay<R>(
+  options: ExecuteStepOptions<R>,
+  record: AttemptRecord,
+  error: unknown,
+): { delay: number; parks: boolean } {
+  const { step, host, policy, retryPause, limits } = options;
+  const attemptNo = record.attempt;
+  // A provider that said when to come back (Retry-After) is not asked again sooner.
+  const delay = Math.max(retryDelayMs(policy, attemptNo + 1, host.random()), retryAfterMs(error));
+  const parks = retryPause !== undefined && delay >= retryPause.afterMs;
+  const why = { runId: step.runId, seq: step.seq, error: record.error?.message };
+  host.log(
+    "info",
+    `${limits.label} attempt ${attemptNo} failed; retrying in ${delay} ms${parks ? " (run paused)" : ""}`,
+    why,
+  );
+  emitRetry(host, step, record, delay, parks);
+  options.writer.later(step, false);
+  return { delay, parks };
 }
 
 /**

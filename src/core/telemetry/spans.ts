@@ -18,6 +18,7 @@ import type { RunRecord, StepRecord } from "../records.ts";
  *   run execution   `run <agent>.<workflow>`   one per time a worker drives the run
  *     step          `<kind> <name>`           one per step executed (not replayed)
  *       attempt     `attempt <n>`             one per attempt; `cairn.retry` from the second on
+ *       rate wait   `rate limit <name>`       an attempt's wait for a slot of a rate limit, if any
  */
 
 /**
@@ -50,6 +51,8 @@ export const ATTR = {
   effectKey: "cairn.effect.key",
   effectStatus: "cairn.effect.status",
   errorCode: "cairn.error.code",
+  rateLimit: "cairn.rate_limit",
+  rateLimitWaitMs: "cairn.rate_limit.wait_ms",
 } as const;
 
 /** A span and the context whose active span it is (the parent of what starts under it). */
@@ -144,6 +147,31 @@ export function startAttemptSpan(
   if (retryCause !== undefined) attributes[ATTR.retryCause] = retryCause;
   if (step.effect) attributes[ATTR.effectKey] = step.effect.idempotencyKey;
   span.setAttributes(attributes);
+  return { span, context: trace.setSpan(parent.context, span), tracer };
+}
+
+/**
+ * The span of attempt `attempt`'s wait for a slot of rate limit `limit` (`waitMs` long), under the
+ * step's span; end it with {@link endAttemptSpan} (with the error when the wait was cut off).
+ */
+export function startRateWaitSpan(
+  parent: SpanScope | undefined,
+  step: StepRecord,
+  attempt: number,
+  limit: string,
+  waitMs: number,
+): SpanScope | undefined {
+  if (!parent) return undefined;
+  const { tracer } = parent;
+  const span = tracer.startSpan(`rate limit ${limit}`, { kind: SpanKind.INTERNAL }, parent.context);
+  span.setAttributes({
+    [ATTR.runId]: step.runId,
+    [ATTR.stepIndex]: step.seq,
+    [ATTR.stepKind]: step.kind,
+    [ATTR.attempt]: attempt,
+    [ATTR.rateLimit]: limit,
+    [ATTR.rateLimitWaitMs]: waitMs,
+  });
   return { span, context: trace.setSpan(parent.context, span), tracer };
 }
 

@@ -39,6 +39,7 @@ export function llmCall(x: EnvelopeState, request: GenerateRequest): Promise<Mod
             cost: (model, usage) => x.governance.governor.cost(model, usage),
           }),
         effect: undefined,
+        rateLimit: x.host.rateLimits?.ofModel(request.model),
       },
       begun,
     ),

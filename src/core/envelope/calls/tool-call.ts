@@ -53,6 +53,7 @@ export function toolCall(
     heartbeatTimeoutMs: tool.heartbeatTimeoutMs,
     run: (attempt) => tool.run(new ToolAttemptContext(x.run, name, attempt, x.host), parsed),
     effect: tool.effect ? (seq) => toolEffect(x, name, parsed, seq, compensates) : undefined,
+    rateLimit: x.host.rateLimits?.ofTool(x.agent.name, name),
   };
   if (compensation) return runStep(x, "tool", name, args, spec, compensation.begun);
   return governedCall(x, "tool", "tool", name, args, tool.approval, (begun) =>
