@@ -8,8 +8,8 @@
  */
 import { execFileSync, spawn } from "node:child_process";
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { dirname } from "node:path";
 import { cpus, loadavg } from "node:os";
+import { dirname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { PAGE, renderBenchmarks, resultFile, TEMPLATE, templateScripts } from "./bench-docs.ts";
 
