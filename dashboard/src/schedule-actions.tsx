@@ -28,28 +28,7 @@ export function ScheduleActions(props: { schedule: ScheduleInfo; onChanged: () =
 
   return (
     <div class="run-actions schedule-actions" data-testid="schedule-actions">
-      {s.paused ? (
-        <button
-          type="button"
-          class="primary"
-          disabled={action.busy}
-          title="ticks fire again from the next one after now (those missed while paused do not)"
-          onClick={() => act(() => api.resumeSchedule(s.id))}
-          data-testid="schedule-resume"
-        >
-          Resume
-        </button>
-      ) : (
-        <button
-          type="button"
-          disabled={action.busy}
-          title="no tick fires until it is resumed"
-          onClick={() => act(() => api.pauseSchedule(s.id))}
-          data-testid="schedule-pause"
-        >
-          Pause
-        </button>
-      )}
+      <PauseToggle schedule={s} busy={action.busy} act={act} />
       {confirming ? (
         <span class="confirm" data-testid="schedule-trigger-confirmation">
           <span class="small">
@@ -90,6 +69,37 @@ export function ScheduleActions(props: { schedule: ScheduleInfo; onChanged: () =
       {triggered && <Triggered schedule={s} triggered={triggered} />}
       <ErrorText error={action.error} testid="schedule-error" />
     </div>
+  );
+}
+
+/** Pause, or Resume for a paused schedule. */
+function PauseToggle(props: {
+  schedule: ScheduleInfo;
+  busy: boolean;
+  act: (fn: () => Promise<unknown>) => Promise<unknown>;
+}) {
+  const { schedule: s, busy, act } = props;
+  return s.paused ? (
+    <button
+      type="button"
+      class="primary"
+      disabled={busy}
+      title="ticks fire again from the next one after now (those missed while paused do not)"
+      onClick={() => act(() => api.resumeSchedule(s.id))}
+      data-testid="schedule-resume"
+    >
+      Resume
+    </button>
+  ) : (
+    <button
+      type="button"
+      disabled={busy}
+      title="no tick fires until it is resumed"
+      onClick={() => act(() => api.pauseSchedule(s.id))}
+      data-testid="schedule-pause"
+    >
+      Pause
+    </button>
   );
 }
 
