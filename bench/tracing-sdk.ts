@@ -1,4 +1,4 @@
-import { context, trace } from "@opentelemetry/api";
+import { context, ROOT_CONTEXT, trace } from "@opentelemetry/api";
 import { AsyncLocalStorageContextManager } from "@opentelemetry/context-async-hooks";
 import { BasicTracerProvider, BatchSpanProcessor, type SpanExporter } from "@opentelemetry/sdk-trace-base";
 
@@ -25,6 +25,20 @@ export async function withTracing<T>(measure: () => Promise<T>): Promise<T> {
   } finally {
     await provider.shutdown();
     trace.disable();
+    context.disable();
+  }
+}
+
+/**
+ * Runs `measure` with only the SDK's context manager registered and in use (AsyncLocalStorage, as
+ * in an application whose SDK or instrumentations have entered a context), and no tracer provider:
+ * what the context manager costs a step by itself, without a span — a floor of the rows "tracing on".
+ */
+export async function withContextManager<T>(measure: () => Promise<T>): Promise<T> {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  try {
+    return await context.with(ROOT_CONTEXT, measure);
+  } finally {
     context.disable();
   }
 }

@@ -73,6 +73,33 @@ describe("cairn run's live progress", () => {
     expect(String(retry?.worker)).not.toBe("");
   });
 
+  it("cairn resume prints the same lines for the steps it drives; --quiet leaves the text out", async () => {
+    for (const quiet of [false, true]) {
+      const db = join(dir, `resume-${quiet}.db`);
+      // Left PENDING for a worker: `cairn resume` drives it in its own process, from its first step.
+      const detached = await cairn(["run", module, "progress", "report", "--db", db, "--detach"]);
+      expect(detached.code).toBe(0);
+      const id = /^run (run_\w+)/m.exec(detached.stdout)?.[1] ?? "";
+      const r = await cairn(["resume", id, "--db", db, ...(quiet ? ["--quiet"] : [])]);
+      expect(r.code).toBe(0);
+      expect(r.stdout).not.toContain("\x1b");
+      const text = /^ {4}Revenue grew twelve percent this quarter\.$/;
+      linesInOrder(r.stdout, [
+        /^resuming run /,
+        /PENDING → RUNNING/,
+        new RegExp(`${TOOL.source}: attempt 1 started$`),
+        new RegExp(`${TOOL.source}: attempt 1 failed after \\d+ ms: connection refused by the ledger$`),
+        new RegExp(`${TOOL.source}: attempt 2 in 50 ms, after: connection refused by the ledger$`),
+        new RegExp(`${TOOL.source}: attempt 2 completed in \\d+ ms$`),
+        new RegExp(`${MODEL.source}: attempt 2 in 100 ms, after: fetch failed: connect ECONNREFUSED`),
+        ...(quiet ? [] : [text]),
+        new RegExp(`${MODEL.source}: attempt 2 completed in \\d+ ms$`),
+        /RUNNING → COMPLETED/,
+      ]);
+      if (quiet) expect(r.stdout).not.toMatch(new RegExp(text.source, "m"));
+    }
+  }, 90_000);
+
   const hasScript = spawnSync("script", ["--version"]).status === 0;
   it.skipIf(!hasScript)("on a terminal, redraws a live elapsed line for a long step and clears it", async () => {
     const command = [process.execPath, "bin/cairn.js", ...args("tty.db")].join(" ");

@@ -1,4 +1,6 @@
 import { describe, expect, it } from "vitest";
+import { defineAgent, defineTool, Runtime, silentLogger } from "../src/index.ts";
+import { createServer } from "../src/server/app.ts";
 import { makeServer } from "./helpers/server-fixtures.ts";
 
 /**
@@ -78,5 +80,41 @@ describe("GET /metrics", () => {
     // The metrics token opens nothing else.
     expect((await s.call("GET", "/api/runs", { token: "scraper-token-0000000001" })).status).toBe(401);
     expect((await s.call("GET", "/metrics", { token: "admin" })).status).toBe(200);
+  });
+
+  it("counts steps by kind and status, and attempts by kind and retry, in labelled series", async () => {
+    let calls = 0;
+    const flaky = defineAgent({
+      name: "flaky",
+      tools: {
+        fetch: defineTool({
+          retry: { maximumAttempts: 2, initialIntervalMs: 1 },
+          run: () => {
+            if (calls++ === 0) throw new Error("refused");
+            return calls;
+          },
+        }),
+        echo: defineTool({ run: () => "echo" }),
+      },
+      workflows: {
+        async go(ctx, _input: null) {
+          await ctx.tool("fetch", {});
+          await ctx.tool("echo", {});
+          return ctx.tool("echo", {});
+        },
+      },
+    });
+    const runtime = new Runtime({ agents: [flaky], logger: silentLogger });
+    try {
+      await (await runtime.run(flaky, "go", null)).result();
+      const response = await createServer(runtime, { logger: silentLogger }).app.request("/metrics");
+      const samples = parse(await response.text());
+      expect(samples.get('cairn_step_attempts_total{kind="tool",retry="false"}')).toBe(3);
+      expect(samples.get('cairn_step_attempts_total{kind="tool",retry="true"}')).toBe(1);
+      expect(samples.get('cairn_step_duration_seconds_count{kind="tool",status="completed"}')).toBe(3);
+      expect(samples.get('cairn_step_duration_seconds_bucket{kind="tool",status="completed",le="+Inf"}')).toBe(3);
+    } finally {
+      await runtime.shutdown();
+    }
   });
 });

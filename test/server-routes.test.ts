@@ -352,6 +352,15 @@ describe("HTTP API routes", () => {
     });
     expect(body.components.schemas.Run.properties.state).toEqual({ $ref: "#/components/schemas/RunState" });
     expect(body.components.securitySchemes.bearer).toEqual({ type: "http", scheme: "bearer" });
+    // The Prometheus scrape: a plain-text body, for an admin or the metrics token.
+    const metrics = body.paths["/metrics"].get;
+    expect(Object.keys(metrics.responses).sort()).toEqual(["200", "401", "403"]);
+    expect(Object.keys(metrics.responses["200"].content)).toEqual(["text/plain"]);
+    expect(metrics.responses["200"].content["text/plain"].schema.type).toBe("string");
+    expect(metrics.responses["403"].content["application/json"].schema).toEqual({
+      $ref: "#/components/schemas/Error",
+    });
+    expect(metrics.security).toEqual([{ bearer: [] }]);
   });
 
   it("serves static files outside /api with index.html for unknown paths, and JSON 404s under /api", async () => {

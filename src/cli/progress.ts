@@ -1,6 +1,7 @@
 import type { RunEventBody } from "../core/events.ts";
 import { describeRateLimit } from "../core/rate-limits.ts";
 import type { StepKind } from "../core/records.ts";
+import type { Runtime } from "../runtime/runtime.ts";
 import { type Io, truncate, WIDTH } from "./format.ts";
 import { span, stepKindLabel } from "./waits.ts";
 
@@ -193,6 +194,31 @@ export class LiveProgress {
       this.#line(`  ${last.label}: attempt ${last.attempt} still running (${span(last.said * 1000)})`);
     }
   }
+}
+
+/**
+ * Prints the live events of `runId` (step attempts, retries, model text) through `progress` until
+ * the run settles or `signal` fires: what `cairn run` and `cairn resume` show of the run they drive.
+ */
+export async function printRunEvents(
+  runtime: Runtime,
+  runId: string,
+  progress: LiveProgress,
+  signal: AbortSignal,
+): Promise<void> {
+  try {
+    for await (const event of runtime.events(runId, { signal })) progress.event(event);
+  } catch {
+    // The runtime closed under the stream (Ctrl-C): the transitions say what happened.
+  }
+}
+
+/** How long the run's last live events are waited for once it settled. */
+const STREAM_END_MS = 1000;
+
+/** The end of `streamed` (`printRunEvents` of a run that settled), or a second at most. */
+export function streamEnd(streamed: Promise<void>): Promise<unknown> {
+  return Promise.race([streamed, new Promise((resolve) => setTimeout(resolve, STREAM_END_MS).unref())]);
 }
 
 /** `step 3 tool "search"`, `step 4 model call "default"`. */

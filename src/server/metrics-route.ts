@@ -1,11 +1,12 @@
 import { createHash, timingSafeEqual } from "node:crypto";
-import type { OpenAPIHono } from "@hono/zod-openapi";
+import { createRoute, type OpenAPIHono, z } from "@hono/zod-openapi";
 import { context } from "@opentelemetry/api";
 import type { MiddlewareHandler } from "hono";
 import { requestTraceContext } from "../core/telemetry/trace-context.ts";
 import { PROMETHEUS_CONTENT_TYPE, prometheusMetrics } from "../runtime/metrics-text.ts";
 import type { Runtime } from "../runtime/runtime.ts";
 import { authenticate, type Principal, requires, type ServerEnv, type TokenAuthenticator } from "./auth.ts";
+import { failure, security } from "./route-parts.ts";
 
 /**
  * `GET /metrics`: the Prometheus text format (DESIGN §7c), with no OpenTelemetry SDK needed —
@@ -18,9 +19,40 @@ export function registerMetricsRoute(
   runtime: Runtime,
   auth: { authenticator: TokenAuthenticator; local: Principal; metricsToken: string | undefined },
 ): void {
-  app.get("/metrics", metricsAccess(auth), async (c) => {
+  app.openapi(metricsRoute(metricsAccess(auth)), async (c) => {
     const text = await prometheusMetrics(runtime.backend);
-    return c.body(text, 200, { "Content-Type": PROMETHEUS_CONTENT_TYPE, "Cache-Control": "no-store" });
+    return c.text(text, 200, { "Content-Type": PROMETHEUS_CONTENT_TYPE, "Cache-Control": "no-store" });
+  });
+}
+
+/** The route as /openapi.json documents it; `access` is its authentication (`metricsAccess`). */
+function metricsRoute(access: MiddlewareHandler<ServerEnv>) {
+  return createRoute({
+    method: "get",
+    path: "/metrics",
+    tags: ["metrics"],
+    summary: "Prometheus metrics: runs by state, paused runs by reason, the backlog, this process's counters",
+    description:
+      "The Prometheus text exposition format (version 0.0.4), read by a scraper: the backend's counts at each scrape, " +
+      "then this process's counters and histograms. For an admin token, or the server's metrics token (which opens " +
+      "nothing else); without tokens on the server, open to every request as the local admin.",
+    security,
+    middleware: [access] as const,
+    responses: {
+      200: {
+        content: {
+          "text/plain": {
+            schema: z.string().openapi({
+              example:
+                '# HELP cairn_runs Runs in the backend, by state.\n# TYPE cairn_runs gauge\ncairn_runs{state="COMPLETED"} 3\n',
+            }),
+          },
+        },
+        description: "The metrics, as `text/plain; version=0.0.4; charset=utf-8`",
+      },
+      401: failure("UNAUTHENTICATED: no token, or one the server does not know"),
+      403: failure("FORBIDDEN: a token that is neither an admin's nor the metrics token"),
+    },
   });
 }
 

@@ -7,14 +7,18 @@ export function parentId(span: ReadableSpan): string | undefined {
   return span.parentSpanContext?.spanId;
 }
 
-/** `span`'s children among `spans`, in start order (steps begun in the same instant: by step index). */
+/**
+ * `span`'s children among `spans`, in start order. The SDK stamps a span's start in milliseconds
+ * (`Date.now()`), so two steps that start in the same millisecond are put in the order of their
+ * step index (the workflow's order), then of their names (`attempt 1` before `attempt 2`).
+ */
 export function childrenOf(spans: readonly ReadableSpan[], span: ReadableSpan): ReadableSpan[] {
   return spans
     .filter((s) => parentId(s) === span.spanContext().spanId)
     .sort((a, b) => hr(a.startTime) - hr(b.startTime) || stepIndex(a) - stepIndex(b) || a.name.localeCompare(b.name));
 }
 
-/** A step span's `cairn.step.index` (0 for other spans). */
+/** The span's `cairn.step.index`, or 0 for a span of no step. */
 function stepIndex(span: ReadableSpan): number {
   const index = span.attributes["cairn.step.index"];
   return typeof index === "number" ? index : 0;

@@ -12,6 +12,7 @@ import { printOutcome, TransitionPrinter } from "../follow.ts";
 import { clock, displayPath, type Io } from "../format.ts";
 import { loadAgentModule, pickAgent } from "../load-module.ts";
 import { cliLogger, LOG_DETAILS, LOG_OPTIONS } from "../log-options.ts";
+import { LiveProgress, printRunEvents, streamEnd } from "../progress.ts";
 
 /**
  * `cairn resume`: continues a run whose process died (or that stopped INTERRUPTED) from its
@@ -25,19 +26,23 @@ export const resumeCommand: Command = {
   name: "resume",
   summary: "resume an interrupted run from its checkpoints and follow it to the end",
   usage:
-    "cairn resume <runId> [--module <path>] [--log-format json|pretty] [--log-level <level>] [--db <path> | --database-url <url> [--schema <name>]]",
+    "cairn resume <runId> [--module <path>] [--quiet] [--log-format json|pretty] [--log-level <level>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "--module   the agent module to run it with (default: the one recorded when the run was started)",
     "If a live worker still holds the run's lease, waits for the lease to lapse (once) before giving up.",
     "Also drives a run nobody drives: one that resumed (RESUMING) after an answer, approval or signal,",
     "or a cancelled one (CANCELLING) whose cancel no worker has finished. A PAUSED run is not resumed:",
     "it waits for what it waits for (`cairn show <runId>`), or for `cairn cancel`.",
+    "Progress: as `cairn run`, each step attempt this process runs as it starts and ends, retries",
+    "with their cause and wait, model text as it streams (steps restored from checkpoints print",
+    "nothing); a live elapsed line on a terminal, plain lines elsewhere.",
+    "--quiet    leave the streamed model text out",
     "Exit code 0 when the run COMPLETED, 1 otherwise.",
     ...LOG_DETAILS,
   ],
   positionals: ["runId"],
-  options: { module: { type: "string" }, ...LOG_OPTIONS, ...DATABASE_OPTIONS },
-  async run({ positionals: [runId = ""], values }, io) {
+  options: { module: { type: "string" }, quiet: { type: "boolean" }, ...LOG_OPTIONS, ...DATABASE_OPTIONS },
+  async run({ positionals: [runId = ""], values }, baseIo) {
     const database = chooseDatabase(values);
     const stored = await readRun(await database.open({ create: false }), runId, database);
     if (isTerminal(stored.state) && stored.state !== "INTERRUPTED" && stored.error?.code !== "REPLAY_DIVERGENCE") {
@@ -47,6 +52,9 @@ export const resumeCommand: Command = {
     }
     const module = await loadAgentModule(moduleOf(stored, values.module as string | undefined));
     pickAgent(module, stored.agent);
+    // Every line goes through the progress printer, so none lands inside streamed text.
+    const progress = new LiveProgress(baseIo, { quiet: values.quiet === true });
+    const io = progress.io;
     io.out(
       `resuming run ${runId}  ${stored.agent}/${stored.workflow}  (${stored.state})  module ${displayPath(module.file)}`,
     );
@@ -71,15 +79,21 @@ export const resumeCommand: Command = {
     runtime.onTransition(printer.listener);
     try {
       await runtime.start({ handleSignals: true });
+      const watching = new AbortController();
+      const streamed = printRunEvents(runtime, runId, progress, watching.signal);
       // Transitions other processes record meanwhile (an answer, a cancel) are printed as they come.
       const catchingUp = setInterval(() => printer.catchUp(runtime, runId).catch(() => {}), CATCH_UP_MS);
       let run: RunRecord;
       try {
         run = await runtime.waitFor(runId);
+        await printer.catchUp(runtime, runId);
+        // The stream ends once the run settled: its last events are printed before the outcome.
+        await streamEnd(streamed);
       } finally {
         clearInterval(catchingUp);
+        watching.abort();
+        progress.close();
       }
-      await printer.catchUp(runtime, runId);
       printReuse(io, (await runtime.history(runId)).steps, resumedAt);
       return printOutcome(io, run, database);
     } finally {

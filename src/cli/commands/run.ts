@@ -10,7 +10,7 @@ import { printOutcome, TransitionPrinter } from "../follow.ts";
 import { type Io, truncate, WIDTH } from "../format.ts";
 import { type AgentModule, checkWorkflow, loadAgentModule, pickAgent } from "../load-module.ts";
 import { cliLogger, LOG_DETAILS, LOG_OPTIONS } from "../log-options.ts";
-import { LiveProgress } from "../progress.ts";
+import { LiveProgress, printRunEvents, streamEnd } from "../progress.ts";
 import { pausedLines, waitCommands, waitLine } from "../waits.ts";
 
 /** `cairn run`: starts a run and prints its transitions as they happen, then its result. */
@@ -95,7 +95,7 @@ export const runCommand: Command = {
       process.once("SIGINT", onSignal).once("SIGTERM", onSignal);
       printer.follow(handle.id);
       const watching = new AbortController();
-      const streamed = printEvents(runtime, handle.id, progress, watching.signal);
+      const streamed = printRunEvents(runtime, handle.id, progress, watching.signal);
       // Another process (a `cairn worker` on the same database) may drive the run: print what it
       // records as it goes, not only at the end.
       const catchingUp = setInterval(() => {
@@ -105,7 +105,7 @@ export const runCommand: Command = {
         const run = await runtime.waitFor(handle.id);
         await printer.catchUp(runtime, handle.id);
         // The stream ends once the run settled: its last events are printed before the outcome.
-        await Promise.race([streamed, new Promise((resolve) => setTimeout(resolve, STREAM_END_MS).unref())]);
+        await streamEnd(streamed);
         progress.close();
         return printOutcome(io, run, database);
       } catch (error) {
@@ -122,18 +122,6 @@ export const runCommand: Command = {
     }
   },
 };
-
-/** Prints the run's live events (step attempts, retries, model text) until it settles or `signal` fires. */
-async function printEvents(runtime: Runtime, runId: string, progress: LiveProgress, signal: AbortSignal) {
-  try {
-    for await (const event of runtime.events(runId, { signal })) progress.event(event);
-  } catch {
-    // The runtime closed under the stream (Ctrl-C): the transitions say what happened.
-  }
-}
-
-/** How long the run's last live events are waited for once it settled. */
-const STREAM_END_MS = 1000;
 
 /** What `cairn run` was asked to start. */
 interface RunRequest {

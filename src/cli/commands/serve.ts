@@ -1,4 +1,4 @@
-import { existsSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
 import { createServer } from "../../server/app.ts";
@@ -34,20 +34,24 @@ export const serveCommand: Command = {
   name: "serve",
   summary: "serve the HTTP API and the dashboard on a database (runs are driven by `cairn worker`)",
   usage:
-    "cairn serve <module> [<module>…] [--database-url <url> [--schema <name>] | --db <path>] [--host <addr>] [--port <n>] [--tokens <file>]",
+    "cairn serve <module> [<module>…] [--database-url <url> [--schema <name>] | --db <path>] [--host <addr>] [--port <n>] [--tokens <file>] [--metrics-token-file <file>]",
   details: [
     "<module>   agent modules (as for `cairn worker`): their agents can be started from the API",
     "--host     address to listen on (default 127.0.0.1)",
     "--port     port (default 4000)",
     "--tokens   a JSON or YAML file of [{ token, subject, roles }] (roles: viewer, operator,",
     "           approver, admin); CAIRN_TOKENS=token:subject:role+role,… adds more",
+    "--metrics-token-file <file>",
+    "           a file holding the token a Prometheus scraper sends to GET /metrics (16 characters",
+    "           or more; it opens nothing else), or CAIRN_METRICS_TOKEN=<token>; without either,",
+    "           /metrics takes an admin token",
     "Without tokens every request acts as the local admin, so the server listens on loopback only;",
     "another --host without tokens is refused. This process drives no run: start `cairn worker`",
     "processes on the same database.",
   ],
   positionals: ["module"],
   variadic: true,
-  options: { ...SERVER_OPTIONS, ...DATABASE_OPTIONS },
+  options: { ...SERVER_OPTIONS, "metrics-token-file": { type: "string" }, ...DATABASE_OPTIONS },
   async run(args, io) {
     const modules = await loadModules(args.positionals);
     return start(args, io, modules, { worker: false, defaultPort: 4000 });
@@ -103,6 +107,7 @@ async function start(
   const port = parsePort(values.port as string | undefined, mode.defaultPort);
   const host = (values.host as string | undefined) ?? "127.0.0.1";
   const tokens = loadTokens({ ...(values.tokens !== undefined && { file: values.tokens as string }) });
+  const metricsToken = mode.worker ? undefined : loadMetricsToken(values["metrics-token-file"] as string | undefined);
   const database = chooseDatabase(values);
   const merged = mergeAgentModules(modules);
   const runtime = cliRuntime(merged, await database.open({ create: true }), mode.worker ? {} : "client");
@@ -121,6 +126,7 @@ async function start(
     agentModules,
     ...(dashboard !== undefined && { staticRoot: dashboard }),
     ...(values.as !== undefined && { localSubject: values.as as string }),
+    ...(metricsToken !== undefined && { metricsToken }),
     // `cairn dev` (no tokens, loopback): the dashboard may act as any identity it names.
     switchIdentity: mode.worker && tokens.length === 0,
   });
@@ -141,6 +147,34 @@ async function start(
   // The runtime's signal handler shuts it down and exits; this keeps the process alive until then.
   setInterval(() => {}, 1 << 30);
   return new Promise<number>(() => {});
+}
+
+/**
+ * The token of a Prometheus scraper for `GET /metrics` (`ServerOptions.metricsToken`): the content
+ * of `file` (`--metrics-token-file`), else `CAIRN_METRICS_TOKEN`, as tokens are given to `serve`
+ * (never on the command line, which every user of the machine can read); none when neither is set.
+ */
+export function loadMetricsToken(
+  file: string | undefined,
+  env: Readonly<Record<string, string | undefined>> = process.env,
+): string | undefined {
+  let token: string | undefined;
+  let from = "CAIRN_METRICS_TOKEN";
+  if (file !== undefined) {
+    from = `the metrics token file ${file}`;
+    try {
+      token = readFileSync(file, "utf8").trim();
+    } catch (error) {
+      throw new CliError(`cannot read ${from}: ${(error as Error).message}`, { cause: error });
+    }
+  } else {
+    token = env.CAIRN_METRICS_TOKEN?.trim();
+    if (token === "") token = undefined;
+  }
+  if (token !== undefined && (token.length < 16 || /\s/.test(token))) {
+    throw new CliError(`${from}: a metrics token is at least 16 characters, without spaces`);
+  }
+  return token;
 }
 
 function parsePort(text: string | undefined, fallback: number): number {

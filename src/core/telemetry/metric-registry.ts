@@ -7,6 +7,14 @@
 /** Label names to values. */
 export type Labels = Readonly<Record<string, string>>;
 
+/**
+ * The labels of a series, or how to make them from its key: called only when the series is new,
+ * so that a hot call site (a step's figures) builds no labels object for a series that exists.
+ */
+export type LabelsOf = Labels | ((key: string) => Labels);
+
+const labelsOf = (labels: LabelsOf, key: string): Labels => (typeof labels === "function" ? labels(key) : labels);
+
 /** One labelled series of a counter. */
 export interface CounterSeries {
   labels: Labels;
@@ -30,10 +38,10 @@ export class Counter {
   ) {}
 
   /** Adds `value` to the series of `labels`; `key` (the labels' values joined) spares working it out. */
-  add(value: number, labels: Labels = {}, key = labelKey(labels)): void {
+  add(value: number, labels: LabelsOf = {}, key = labelKey(labels)): void {
     const series = this.#series.get(key);
     if (series) series.value += value;
-    else this.#series.set(key, { labels, value });
+    else this.#series.set(key, { labels: labelsOf(labels, key), value });
   }
 
   series(): CounterSeries[] {
@@ -51,14 +59,21 @@ export class Histogram {
   ) {}
 
   /** Records `value` in the series of `labels`; `key` (the labels' values joined) spares working it out. */
-  record(value: number, labels: Labels = {}, key = labelKey(labels)): void {
+  record(value: number, labels: LabelsOf = {}, key = labelKey(labels)): void {
     let series = this.#series.get(key);
     if (!series) {
-      series = { labels, counts: this.buckets.map(() => 0), sum: 0, count: 0 };
+      series = { labels: labelsOf(labels, key), counts: this.buckets.map(() => 0), sum: 0, count: 0 };
       this.#series.set(key, series);
     }
-    const index = this.buckets.findIndex((bound) => value <= bound);
-    if (index >= 0) series.counts[index] = (series.counts[index] ?? 0) + 1;
+    // A loop, not findIndex: no closure made for every value recorded.
+    const { buckets } = this;
+    const { counts } = series;
+    for (let i = 0; i < buckets.length; i++) {
+      if (value <= (buckets[i] as number)) {
+        counts[i] = (counts[i] ?? 0) + 1;
+        break;
+      }
+    }
     series.sum += value;
     series.count++;
   }
@@ -89,7 +104,8 @@ export class MetricRegistry {
   }
 }
 
-function labelKey(labels: Labels): string {
+function labelKey(labels: LabelsOf): string {
+  if (typeof labels === "function") throw new TypeError("labels made from a key need the key");
   const names = Object.keys(labels);
   if (names.length === 0) return "";
   return names

@@ -120,11 +120,43 @@ export function runTransition(transition: TransitionRecord, run: RunRecord): voi
   }
 }
 
+/** The labels of a step-duration series, from its key (`<kind>\0<status>`): made once per series. */
+function stepLabels(key: string): Labels {
+  const [kind = "", status = ""] = key.split("\u0000");
+  return { kind, status };
+}
+
+/** The labels of an attempts series, from its key (`<kind>`, or `<kind>\x01` for retries). */
+function attemptLabels(key: string): Labels {
+  const retry = key.endsWith("\u0001");
+  return { kind: retry ? key.slice(0, -1) : key, retry: String(retry) };
+}
+
+/**
+ * The key of a step-duration series, made once per kind and status: the same string every time,
+ * so the registry's lookup hashes no new string for each step.
+ */
+// Plain objects (fast properties): step kinds and statuses never name an Object.prototype member.
+const stepKeys: Record<string, Record<string, string>> = {};
+function stepKey(kind: StepKind, status: string): string {
+  let byStatus = stepKeys[kind];
+  if (byStatus === undefined) {
+    byStatus = {};
+    stepKeys[kind] = byStatus;
+  }
+  let key = byStatus[status];
+  if (key === undefined) {
+    key = `${kind}\u0000${status}`;
+    byStatus[status] = key;
+  }
+  return key;
+}
+
 /** A step this process executed ended (or parked on a durable retry timer). */
 export function stepEnded(step: StepRecord, parked: boolean): void {
   const status = parked ? "awaiting_retry" : step.status;
   const seconds = Math.max(0, ((step.endedAt ?? Date.now()) - step.startedAt) / 1000);
-  local.steps.record(seconds, { kind: step.kind, status }, `${step.kind}\u0000${status}`);
+  local.steps.record(seconds, stepLabels, stepKey(step.kind, status));
   const meter = otel();
   if (!meter.noop) meter.steps.record(seconds, { "cairn.step.kind": step.kind, "cairn.step.status": status });
   if (step.effect && step.status !== "started") count("effects", { status: step.effect.status });
@@ -132,7 +164,7 @@ export function stepEnded(step: StepRecord, parked: boolean): void {
 
 /** An attempt of a step of `kind` starts; `retry` from its second on. */
 export function attemptStarted(kind: StepKind, retry: boolean): void {
-  local.attempts.add(1, { kind, retry: String(retry) }, retry ? `${kind}\u0001` : kind);
+  local.attempts.add(1, attemptLabels, retry ? `${kind}\u0001` : kind);
   const meter = otel();
   if (!meter.noop) meter.attempts.add(1, { "cairn.step.kind": kind, "cairn.retry": retry });
 }

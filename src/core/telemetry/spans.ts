@@ -4,6 +4,7 @@ import {
   type Link,
   type Span,
   SpanKind,
+  type SpanOptions,
   SpanStatusCode,
   type Tracer,
   trace,
@@ -55,6 +56,16 @@ export const ATTR = {
   rateLimitWaitMs: "cairn.rate_limit.wait_ms",
 } as const;
 
+/**
+ * The options of the spans under a run execution: internal, nothing else. One object for all (the
+ * SDK only reads it), so that a step's two spans allocate none; attributes are set after the start
+ * because the SDK copies and checks attributes given at the start twice.
+ */
+const INTERNAL: SpanOptions = Object.freeze({ kind: SpanKind.INTERNAL });
+
+/** `attempt <n>`, made once for the attempts most steps have. */
+const ATTEMPT_NAMES = Array.from({ length: 11 }, (_, n) => `attempt ${n}`);
+
 /** A span and the context whose active span it is (the parent of what starts under it). */
 export interface SpanScope {
   readonly span: Span;
@@ -96,13 +107,12 @@ export function startRunSpan(run: RunRecord, workerId: string, parent: Context, 
 export function startStepSpan(parent: SpanScope | undefined, step: StepRecord): SpanScope | undefined {
   if (!parent?.span.isRecording()) return undefined;
   const { tracer } = parent;
-  const span = tracer.startSpan(`${step.kind} ${step.name}`, { kind: SpanKind.INTERNAL }, parent.context);
-  span.setAttributes({
-    [ATTR.runId]: step.runId,
-    [ATTR.stepIndex]: step.seq,
-    [ATTR.stepName]: step.name,
-    [ATTR.stepKind]: step.kind,
-  });
+  const span = tracer.startSpan(`${step.kind} ${step.name}`, INTERNAL, parent.context);
+  // One by one: no object to build for the SDK to walk again.
+  span.setAttribute(ATTR.runId, step.runId);
+  span.setAttribute(ATTR.stepIndex, step.seq);
+  span.setAttribute(ATTR.stepName, step.name);
+  span.setAttribute(ATTR.stepKind, step.kind);
   return { span, context: trace.setSpan(parent.context, span), tracer };
 }
 
@@ -136,17 +146,14 @@ export function startAttemptSpan(
 ): SpanScope | undefined {
   if (!parent) return undefined;
   const { tracer } = parent;
-  const span = tracer.startSpan(`attempt ${attempt}`, { kind: SpanKind.INTERNAL }, parent.context);
-  const attributes: Attributes = {
-    [ATTR.runId]: step.runId,
-    [ATTR.stepIndex]: step.seq,
-    [ATTR.stepKind]: step.kind,
-    [ATTR.attempt]: attempt,
-    [ATTR.retry]: retryCause !== undefined,
-  };
-  if (retryCause !== undefined) attributes[ATTR.retryCause] = retryCause;
-  if (step.effect) attributes[ATTR.effectKey] = step.effect.idempotencyKey;
-  span.setAttributes(attributes);
+  const span = tracer.startSpan(ATTEMPT_NAMES[attempt] ?? `attempt ${attempt}`, INTERNAL, parent.context);
+  span.setAttribute(ATTR.runId, step.runId);
+  span.setAttribute(ATTR.stepIndex, step.seq);
+  span.setAttribute(ATTR.stepKind, step.kind);
+  span.setAttribute(ATTR.attempt, attempt);
+  span.setAttribute(ATTR.retry, retryCause !== undefined);
+  if (retryCause !== undefined) span.setAttribute(ATTR.retryCause, retryCause);
+  if (step.effect) span.setAttribute(ATTR.effectKey, step.effect.idempotencyKey);
   return { span, context: trace.setSpan(parent.context, span), tracer };
 }
 
@@ -210,7 +217,7 @@ export function endOpenSpans(open: Set<SpanScope>, how: string): void {
 /** The span of wait step `seq` (its kind and name), under the execution's span. */
 export function startWaitSpan(parent: SpanScope, runId: string, seq: number, kind: string, name: string): SpanScope {
   const { tracer } = parent;
-  const span = tracer.startSpan(`wait ${name}`, { kind: SpanKind.INTERNAL }, parent.context);
+  const span = tracer.startSpan(`wait ${name}`, INTERNAL, parent.context);
   span.setAttributes({
     [ATTR.runId]: runId,
     [ATTR.stepIndex]: seq,
