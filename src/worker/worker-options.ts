@@ -10,7 +10,7 @@ import { DEFAULT_MAX_AUTO_RECOVERIES } from "../core/run-state.ts";
 
 /**
  * Runs one worker drives at once when it is not told (DESIGN §4, *Worker concurrency*): chosen by
- * `npm run bench:concurrency` (the smallest concurrency of its sweep with at least 90% of the best
+ * `npm run bench:concurrency` (the smallest concurrency of its sweep with at least 80% of the best
  * throughput of steps that return at once, and half of the best of steps that wait, on SQLite and
  * PostgreSQL).
  */
