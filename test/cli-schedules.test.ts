@@ -42,6 +42,8 @@ describe("cairn schedules", () => {
     expect(times).toHaveLength(10);
     // 02:30 in Tokyo is 17:30 UTC the day before.
     expect(times.every((line) => line.includes("T17:30:00.000Z"))).toBe(true);
+    // Never ticked: the last tick and the last run are two facts, both none yet.
+    expect(shown.stdout).toContain("  last tick none; last run none");
 
     expect((await cairn(["schedules", "pause", "poll", "--db", db])).stdout).toContain("schedule poll paused");
     expect((await cairn(["schedules", "list", "--db", db])).stdout).toMatch(

@@ -15,7 +15,7 @@ export const schedulesCommand: Command = {
     "cairn schedules [list | show <id> | pause <id> | resume <id> | trigger <id> | delete <id>] [--db <path> | --database-url <url> [--schema <name>]]",
   details: [
     "list      every schedule: its timing, policies, state and next fire time (the default)",
-    "show      one schedule with its next ten fire times and the run of its last tick",
+    "show      one schedule with its next ten fire times, its last tick and its last run",
     "pause     no tick fires until resume",
     "resume    ticks fire again from the next one after now (those missed while paused do not)",
     "trigger   start a run now, whatever the timing, overlap policy or pause; a worker running the",
@@ -91,7 +91,8 @@ function showSchedule(s: ScheduleView, io: Io): number {
   io.out(`  overlap ${s.overlap}, catch-up ${s.catchUp}${s.catchUp === "all" ? ` (at most ${s.catchUpLimit})` : ""}`);
   io.out(`  input ${JSON.stringify(s.input)}`);
   io.out(
-    `  last tick ${s.lastTickAt === null ? "none" : new Date(s.lastTickAt).toISOString()}, its run ${s.lastRunId ?? "none"}`,
+    // The last run may come from a trigger rather than the last tick: two facts, not a pair.
+    `  last tick ${s.lastTickAt === null ? "none" : new Date(s.lastTickAt).toISOString()}; last run ${s.lastRunId ?? "none"}`,
   );
   if (s.bufferedAt !== null)
     io.out(`  buffered tick ${new Date(s.bufferedAt).toISOString()} (starts when the last run ends)`);
