@@ -1,4 +1,4 @@
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserSkipReason, type DevDashboard, startDevDashboard } from "./helpers/dashboard-dev.ts";
 
@@ -16,7 +16,6 @@ if (skip) console.warn(`dashboard item tests skipped: ${skip}`);
 
 describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
   let dev: DevDashboard;
-  let context: BrowserContext;
 
   beforeAll(async () => {
     dev = await startDevDashboard();
@@ -26,13 +25,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
     await dev?.close();
   });
 
-  /** A fresh tab in a fresh context: its own sessionStorage, so no identity carries over. */
-  async function open(hash: string): Promise<Page> {
-    context = await dev.browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    const page = await context.newPage();
-    await page.goto(`${dev.url}/#${hash}`);
-    return page;
-  }
+  const open = (hash: string): Promise<Page> => dev.open(hash);
 
   it("starts a run from a form built from the input schema, and shows its retry and wait on the timeline", async () => {
     const page = await open("/runs");
@@ -59,7 +52,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
       expect(timer).toBeDefined();
       expect(await page.getByTestId(`gantt-wait-${timer?.id}`).count()).toBe(1);
     } finally {
-      await context.close();
+      await page.context().close();
     }
   }, 60_000);
 
@@ -86,7 +79,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
       await page.getByTestId(`reconcile-confirm-button-${effect}`).click();
       await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 15_000 }).toContain("COMPLETED");
     } finally {
-      await context.close();
+      await page.context().close();
     }
     const { run } = await dev.get(`/api/runs/${id}`);
     expect(run.output).toEqual({ charged: "ch_42" });
@@ -116,7 +109,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
       await page.getByTestId("approve-button").click();
       await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 15_000 }).toContain("COMPLETED");
     } finally {
-      await context.close();
+      await page.context().close();
     }
     const { transitions } = await dev.get(`/api/runs/${id}/transitions`);
     const resumedBy = (transitions as { to: string; actor: { id: string } }[])
@@ -145,7 +138,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
       }
       expect(await page.getByTestId("export-contract").count()).toBe(1);
     } finally {
-      await context.close();
+      await page.context().close();
     }
   }, 60_000);
 
@@ -173,7 +166,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
         String(last?.result.text).slice(0, 30),
       );
     } finally {
-      await context.close();
+      await page.context().close();
     }
   }, 60_000);
 
@@ -204,7 +197,7 @@ describe.skipIf(skip !== undefined)("the dashboard's items in chromium", () => {
       await find("no-such-thing");
       expect(await page.getByTestId("run-search-error").textContent()).toContain("no agent has that name");
     } finally {
-      await context.close();
+      await page.context().close();
     }
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import type { BrowserContext, Page } from "playwright-core";
+import type { Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { browserSkipReason, type DevDashboard, startDevDashboard } from "./helpers/dashboard-dev.ts";
 
@@ -16,7 +16,6 @@ if (skip) console.warn(`dashboard schedule tests skipped: ${skip}`);
 
 describe.skipIf(skip !== undefined)("the dashboard's flow control and schedules in chromium", () => {
   let dev: DevDashboard;
-  let context: BrowserContext;
 
   beforeAll(async () => {
     dev = await startDevDashboard();
@@ -26,13 +25,7 @@ describe.skipIf(skip !== undefined)("the dashboard's flow control and schedules 
     await dev?.close();
   });
 
-  /** A fresh tab in a fresh context: its own sessionStorage, so no identity carries over. */
-  async function open(hash: string): Promise<Page> {
-    context = await dev.browser.newContext({ viewport: { width: 1280, height: 1000 } });
-    const page = await context.newPage();
-    await page.goto(`${dev.url}/#${hash}`);
-    return page;
-  }
+  const open = (hash: string): Promise<Page> => dev.open(hash);
 
   /** A request to the dev server as its own subject (an admin); the parsed body. */
   async function call(method: string, path: string, body: unknown): Promise<any> {
@@ -75,7 +68,7 @@ describe.skipIf(skip !== undefined)("the dashboard's flow control and schedules 
       await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 20_000 }).toBe("COMPLETED");
       expect(await page.getByTestId("run-slot-wait").count()).toBe(0);
     } finally {
-      await context.close();
+      await page.context().close();
     }
     await dev.untilState(held.id, "CANCELLED");
   }, 60_000);
@@ -153,7 +146,7 @@ describe.skipIf(skip !== undefined)("the dashboard's flow control and schedules 
       await expect.poll(() => page.url(), { timeout: 10_000 }).toContain(`#/runs/${runId}`);
       await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 15_000 }).toBe("COMPLETED");
     } finally {
-      await context.close();
+      await page.context().close();
     }
   }, 60_000);
 
@@ -189,7 +182,7 @@ describe.skipIf(skip !== undefined)("the dashboard's flow control and schedules 
         expect(await page.getByTestId(hidden).count(), hidden).toBe(0);
       }
     } finally {
-      await context.close();
+      await page.context().close();
     }
   }, 60_000);
 });

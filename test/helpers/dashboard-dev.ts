@@ -3,7 +3,7 @@ import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { type Browser, chromium } from "playwright-core";
+import { type Browser, chromium, type Page } from "playwright-core";
 
 /**
  * `cairn dev` started as a user starts it, with the expense and research examples and the
@@ -38,6 +38,11 @@ export interface DevDashboard {
   get<T = any>(path: string): Promise<T>;
   /** Polls the run until it is in `state`. */
   untilState(runId: string, state: string): Promise<any>;
+  /**
+   * A fresh tab at `#<hash>` in a fresh browser context (its own sessionStorage, so no identity
+   * carries over); close it with `page.context().close()`.
+   */
+  open(hash: string): Promise<Page>;
   close(): Promise<void>;
 }
 
@@ -89,6 +94,12 @@ export async function startDevDashboard(extraArgs: string[] = []): Promise<DevDa
         if (Date.now() > deadline) throw new Error(`run ${runId} is ${run.state}, not ${state}`);
         await new Promise((r) => setTimeout(r, 100));
       }
+    },
+    async open(hash) {
+      const context = await browser.newContext({ viewport: { width: 1280, height: 1000 } });
+      const page = await context.newPage();
+      await page.goto(`${url}/#${hash}`);
+      return page;
     },
     async close() {
       await browser.close();

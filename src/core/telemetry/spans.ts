@@ -170,7 +170,7 @@ export function startRateWaitSpan(
 ): SpanScope | undefined {
   if (!parent) return undefined;
   const { tracer } = parent;
-  const span = tracer.startSpan(`rate limit ${limit}`, { kind: SpanKind.INTERNAL }, parent.context);
+  const span = tracer.startSpan(`rate limit ${limit}`, INTERNAL, parent.context);
   span.setAttributes({
     [ATTR.runId]: step.runId,
     [ATTR.stepIndex]: step.seq,
