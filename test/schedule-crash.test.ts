@@ -14,8 +14,9 @@ import { ticker } from "./schedule-crash/ticker-agent.ts";
  *
  * Counted from the runs table: every tick of `all` from its first to its last has exactly one
  * run (none missing, none twice), the ticks of the 4 s without a worker included, their runs
- * created after the restart; `latest` has no run for a tick of those 4 s (its catch-up fires the
- * tick due when the first worker is back, which comes after) and goes on after it.
+ * created after the restart; `latest` fires at most the last tick of those 4 s (its catch-up
+ * fires the tick last due when the first worker is back: the one just before the restart, or the
+ * first after it when the worker takes over a second to start) and goes on after it.
  */
 
 const CHILD = join(import.meta.dirname, "schedule-crash", "worker-child.ts");
@@ -130,7 +131,11 @@ describe("schedules across worker processes killed and restarted (PostgreSQL)", 
     const down = all.filter((r) => r.tick > downAt + 1000 && r.tick < upAt);
     expect(down.length).toBeGreaterThanOrEqual(2);
     expect(down.every((r) => r.created >= upAt)).toBe(true);
-    expect(latest.filter((r) => r.tick > downAt + 1000 && r.tick < upAt)).toEqual([]);
+    // `latest` fires one tick of the outage at most: the last one due when a worker is back, which
+    // is the tick just before the restart when a worker is ready within a second (it may also be
+    // the first one after it). None of the earlier ticks of the outage fires.
+    expect(latest.filter((r) => r.tick > downAt + 1000 && r.tick < upAt - 1000)).toEqual([]);
+    expect(latest.filter((r) => r.tick > downAt + 1000 && r.tick < upAt).length).toBeLessThanOrEqual(1);
     expect(latest.filter((r) => r.tick >= upAt).length).toBeGreaterThanOrEqual(1);
     expect(latest.filter((r) => r.tick < downAt).length).toBeGreaterThanOrEqual(5);
   }, 90_000);
