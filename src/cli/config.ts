@@ -11,10 +11,12 @@ export interface CairnConfig {
   /** Models `ctx.llm` calls, by name; `default` is used when a call names none. @default {} */
   models?: NonNullable<RuntimeOptions["models"]>;
   /**
-   * Named rate limits shared by every worker, which tools and models name in their `rateLimit`
+   * Named rate limits shared by every worker, which tools, models and MCP servers name in their `rateLimit`
    * (see `RuntimeOptions.rateLimits`). @default {}
    */
   rateLimits?: NonNullable<RuntimeOptions["rateLimits"]>;
+  /** The rate limit of each domain's reads, by domain (see `RuntimeOptions.domainRateLimits`). @default {} */
+  domainRateLimits?: NonNullable<RuntimeOptions["domainRateLimits"]>;
   /** MCP servers whose tools `ctx.agentLoop({ mcp: [name] })` offers, by name. @default {} */
   mcp?: NonNullable<RuntimeOptions["mcp"]>;
   /** Per-attempt timeout of model calls that set none. @default the provider's (5 minutes for real models) */

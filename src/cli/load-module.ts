@@ -79,7 +79,7 @@ function findConfig(exports: Record<string, unknown>, path: string): CairnConfig
     );
   }
   const config = candidate as CairnConfig;
-  for (const key of ["domains", "models", "mcp", "rateLimits"] as const) {
+  for (const key of ["domains", "models", "mcp", "rateLimits", "domainRateLimits"] as const) {
     const value = config[key];
     if (value !== undefined && (typeof value !== "object" || value === null)) {
       throw new CliError(`module "${path}": runtimeOptions.${key} must be an object keyed by name`);
@@ -124,7 +124,7 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
     }
   }
   const config: CairnConfig = {};
-  for (const key of ["domains", "models", "mcp", "rateLimits"] as const) {
+  for (const key of ["domains", "models", "mcp", "rateLimits", "domainRateLimits"] as const) {
     const merged: Record<string, unknown> = {};
     const from = new Map<string, string>();
     for (const module of modules) {
@@ -169,9 +169,15 @@ export function mergeAgentModules(modules: readonly AgentModule[]): Pick<AgentMo
 }
 
 /** What one entry of each named map of the runtime options is called in messages. */
-const NOUN = { domains: "domain", models: "model", mcp: "MCP server", rateLimits: "rate limit" } as const;
+const NOUN = {
+  domains: "domain",
+  models: "model",
+  mcp: "MCP server",
+  rateLimits: "rate limit",
+  domainRateLimits: "domain rate limit",
+} as const;
 
 /** Two modules declare the same rate limit under one name (equal limits are one limit). */
 function sameLimit(key: string, a: unknown, b: unknown): boolean {
-  return key === "rateLimits" && JSON.stringify(a) === JSON.stringify(b);
+  return (key === "rateLimits" || key === "domainRateLimits") && JSON.stringify(a) === JSON.stringify(b);
 }

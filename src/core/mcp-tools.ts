@@ -1,3 +1,5 @@
+import type { RateLimitDeclaration } from "./rate-limits.ts";
+
 /**
  * MCP servers as tool sources: the interface the envelope sees (`core/` does no I/O). The
  * runtime's implementation is `McpClients` (mcp-clients.ts), over the official SDK's client.
@@ -12,11 +14,21 @@ export type McpServerConfig =
       /** Extra environment for the server (the runtime's own environment is not passed on). */
       env?: Record<string, string>;
       cwd?: string;
+      /**
+       * The rate limit every call of this server's tools is under: a name of the runtime's
+       * `rateLimits`, or a limit of its own (kept under `mcp:<server>`).
+       */
+      rateLimit?: RateLimitDeclaration;
     }
   | {
       /** The server's streamable HTTP endpoint, e.g. "http://127.0.0.1:3001/mcp". */
       url: string;
       headers?: Record<string, string>;
+      /**
+       * The rate limit every call of this server's tools is under: a name of the runtime's
+       * `rateLimits`, or a limit of its own (kept under `mcp:<server>`).
+       */
+      rateLimit?: RateLimitDeclaration;
     };
 
 /** One tool a server offers. */

@@ -20,14 +20,17 @@ export interface RateLimitSpec {
 }
 
 /**
- * The rate limit of a tool or a model: the name of one of the runtime's `rateLimits` (shared with
- * whatever else names it), or a limit of its own.
+ * The rate limit of a tool, a model, a domain or an MCP server: the name of one of the runtime's
+ * `rateLimits` (shared with whatever else names it), or a limit of its own.
  */
 export type RateLimitDeclaration = string | RateLimitSpec;
 
 /** A limit as the backend keeps it: its name and its rule. */
 export interface ResolvedRateLimit {
-  /** The name its slots are kept under: a runtime's limit's name, `tool:<agent>.<tool>` or `model:<model>`. */
+  /**
+   * The name its slots are kept under: a runtime's limit's name, or for a limit of its own
+   * `tool:<agent>.<tool>`, `model:<model>`, `domain:<domain>` or `mcp:<server>`.
+   */
   readonly name: string;
   readonly limit: number;
   readonly periodMs: number;
@@ -39,6 +42,10 @@ export interface StepRateLimits {
   ofTool(agent: string, tool: string): ResolvedRateLimit | undefined;
   /** The limit the calls of model `model` (a key of the runtime's models; the default when undefined) are under. */
   ofModel(model: string | undefined): ResolvedRateLimit | undefined;
+  /** The limit the reads of domain `domain` (`ctx.domain`) are under, if any. */
+  ofDomain(domain: string): ResolvedRateLimit | undefined;
+  /** The limit the tool calls of MCP server `server` are under, if any. */
+  ofMcp(server: string): ResolvedRateLimit | undefined;
   /** Takes the next slot of `limit` at `now` for every worker: when it comes (epoch ms). */
   take(limit: ResolvedRateLimit, now: number): Promise<number>;
   /** Holds `limit` until `until` for every worker (a provider said "retry after"). */

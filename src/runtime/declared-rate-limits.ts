@@ -4,6 +4,7 @@ import { InvalidDefinitionError } from "../core/errors.ts";
 import type { ModelProvider } from "../core/model-provider.ts";
 import {
   checkNamedRateLimits,
+  type RateLimitDeclaration,
   type ResolvedRateLimit,
   resolveRateLimit,
   type StepRateLimits,
@@ -16,38 +17,41 @@ export function defaultModelKey(models: Readonly<Record<string, ModelProvider>>)
   return "default" in models ? "default" : names.length === 1 ? names[0] : undefined;
 }
 
+/** The limits of a runtime's step sources, keyed by source: `tool\0<agent>\0<tool>`, `model\0<key>`, … */
+type SourceLimits = ReadonlyMap<string, ResolvedRateLimit>;
+
 /**
  * The rate limits a runtime's steps are under (DESIGN §4 *Rate limits*), resolved once when the
- * runtime is made: the runtime's named `rateLimits`, each tool's `rateLimit` and each model's. The
- * slots come from the backend's `rateLimits` role, so every worker on the backend shares them.
+ * runtime is made: the runtime's named `rateLimits`, each tool's `rateLimit`, each model's, each
+ * domain's (`domainRateLimits`) and each MCP server's. The slots come from the backend's
+ * `rateLimits` role, so every worker on the backend shares them.
  */
 export class DeclaredRateLimits implements StepRateLimits {
   readonly #backend: RuntimeBackend;
-  /** By `<agent>\0<tool>`. */
-  readonly #tools: ReadonlyMap<string, ResolvedRateLimit>;
-  /** By model key. */
-  readonly #models: ReadonlyMap<string, ResolvedRateLimit>;
+  readonly #limits: SourceLimits;
   readonly #defaultModel: string | undefined;
 
-  constructor(
-    backend: RuntimeBackend,
-    tools: ReadonlyMap<string, ResolvedRateLimit>,
-    models: ReadonlyMap<string, ResolvedRateLimit>,
-    defaultModel: string | undefined,
-  ) {
+  constructor(backend: RuntimeBackend, limits: SourceLimits, defaultModel: string | undefined) {
     this.#backend = backend;
-    this.#tools = tools;
-    this.#models = models;
+    this.#limits = limits;
     this.#defaultModel = defaultModel;
   }
 
   ofTool(agent: string, tool: string): ResolvedRateLimit | undefined {
-    return this.#tools.get(`${agent}\0${tool}`);
+    return this.#limits.get(`tool\0${agent}\0${tool}`);
   }
 
   ofModel(model: string | undefined): ResolvedRateLimit | undefined {
     const key = model ?? this.#defaultModel;
-    return key === undefined ? undefined : this.#models.get(key);
+    return key === undefined ? undefined : this.#limits.get(`model\0${key}`);
+  }
+
+  ofDomain(domain: string): ResolvedRateLimit | undefined {
+    return this.#limits.get(`domain\0${domain}`);
+  }
+
+  ofMcp(server: string): ResolvedRateLimit | undefined {
+    return this.#limits.get(`mcp\0${server}`);
   }
 
   take(limit: ResolvedRateLimit, now: number): Promise<number> {
@@ -83,22 +87,38 @@ export function declaredRateLimits(
   backend: RuntimeBackend,
 ): DeclaredRateLimits | undefined {
   const named = checkNamedRateLimits(options.rateLimits);
-  const tools = new Map<string, ResolvedRateLimit>();
+  const limits = new Map<string, ResolvedRateLimit>();
+  const add = (key: string, declared: RateLimitDeclaration | undefined, owner: string, ownName: string) => {
+    const limit = resolveRateLimit(declared, owner, ownName, named);
+    if (limit) limits.set(key, limit);
+  };
   for (const agent of agents.values()) {
     for (const [name, tool] of Object.entries(agent.tools)) {
-      const owner = `tool "${name}" of agent "${agent.name}"`;
-      const limit = resolveRateLimit(tool.rateLimit, owner, `tool:${agent.name}.${name}`, named);
-      if (limit) tools.set(`${agent.name}\0${name}`, limit);
+      add(
+        `tool\0${agent.name}\0${name}`,
+        tool.rateLimit,
+        `tool "${name}" of agent "${agent.name}"`,
+        `tool:${agent.name}.${name}`,
+      );
     }
   }
-  const models = new Map<string, ResolvedRateLimit>();
   const providers = options.models ?? {};
   for (const [key, provider] of Object.entries(providers)) {
-    const owner = `model "${key}" (${provider?.name})`;
-    const limit = resolveRateLimit(provider?.rateLimit, owner, `model:${provider?.name ?? key}`, named);
-    if (limit) models.set(key, limit);
+    add(`model\0${key}`, provider?.rateLimit, `model "${key}" (${provider?.name})`, `model:${provider?.name ?? key}`);
   }
-  if (named.size === 0 && tools.size === 0 && models.size === 0) return undefined;
+  for (const [domain, declared] of Object.entries(options.domainRateLimits ?? {})) {
+    if (!Object.hasOwn(options.domains ?? {}, domain)) {
+      const known = Object.keys(options.domains ?? {}).join(", ") || "none";
+      throw new InvalidDefinitionError(
+        `domainRateLimits names domain ${JSON.stringify(domain)}, which the runtime does not have (its domains: ${known}); register it in new Runtime({ domains: { ${JSON.stringify(domain)}: ... } }) or remove the limit`,
+      );
+    }
+    add(`domain\0${domain}`, declared, `domain "${domain}"`, `domain:${domain}`);
+  }
+  for (const [server, config] of Object.entries(options.mcp ?? {})) {
+    add(`mcp\0${server}`, config?.rateLimit, `MCP server "${server}"`, `mcp:${server}`);
+  }
+  if (named.size === 0 && limits.size === 0) return undefined;
   if (!("rateLimits" in backend)) throw noRole(backend);
-  return new DeclaredRateLimits(backend, tools, models, defaultModelKey(providers));
+  return new DeclaredRateLimits(backend, limits, defaultModelKey(providers));
 }

@@ -11,7 +11,7 @@ import type { McpServerConfig } from "../core/mcp-tools.ts";
 import type { ModelProvider } from "../core/model-provider.ts";
 import type { Policy } from "../core/policies.ts";
 import type { ModelPrice } from "../core/prices.ts";
-import type { RateLimitSpec } from "../core/rate-limits.ts";
+import type { RateLimitDeclaration, RateLimitSpec } from "../core/rate-limits.ts";
 import type { Actor, Json, RunRecord, StepRecord, TransitionRecord, WaitRecord } from "../core/records.ts";
 import type { RetentionPolicy } from "../core/retention.ts";
 import type { RetryPolicy } from "../core/retry-policy.ts";
@@ -36,8 +36,9 @@ export interface RuntimeOptions {
   models?: Record<string, ModelProvider>;
   /**
    * Named rate limits, shared by every worker on the backend (DESIGN §4 *Rate limits*): at most
-   * `limit` calls per `per`, spaced evenly. A tool (`defineTool({ rateLimit: "search-api" })`) or
-   * a model (`openai("gpt-4o", { rateLimit: "openai" })`) names one; several may share one. Each
+   * `limit` calls per `per`, spaced evenly. A tool (`defineTool({ rateLimit: "search-api" })`), a
+   * model (`openai("gpt-4o", { rateLimit: "openai" })`), a domain (`domainRateLimits`) or an MCP
+   * server (its `rateLimit` in `mcp`) names one; several may share one. Each
    * attempt of such a step takes a slot just before it runs, and waits for it in process (the run
    * stays RUNNING; a cancel stops the wait). A name no limit here has is refused when the runtime
    * is made (`InvalidDefinitionError`). Needs a backend with the `rateLimits` role (memory,
@@ -47,6 +48,15 @@ export interface RuntimeOptions {
    * rateLimits: { openai: { limit: 500, per: "1m" }, "search-api": { limit: 20, per: "1s" } }
    */
   rateLimits?: Record<string, RateLimitSpec>;
+  /**
+   * The rate limit of each domain's reads (`ctx.domain`), by domain name: a name of `rateLimits`,
+   * or a limit of its own (kept under `domain:<domain>`). Each attempt of a read takes a slot just
+   * before it runs, as a tool's does. A domain not in `domains` is refused when the runtime is made.
+   * An MCP server's limit is its configuration's `rateLimit` (`mcp`). @default {}
+   * @example
+   * domainRateLimits: { crm: { limit: 10, per: "1s" }, billing: "search-api" }
+   */
+  domainRateLimits?: Record<string, RateLimitDeclaration>;
   /** Retry policy of `ctx.domain` steps. @default the tool defaults */
   domainRetry?: RetryPolicy;
   /** Retry policy of `ctx.llm` steps. @default the tool defaults */

@@ -22,6 +22,7 @@ export function domainCall<R>(
         heartbeatTimeoutMs: undefined,
         run: ({ signal }) => x.host.readDomain(domain, entity, params, { runId: x.run.id, signal }) as Promise<R>,
         effect: undefined,
+        rateLimit: x.host.rateLimits?.ofDomain(domain),
       },
       begun,
     ),

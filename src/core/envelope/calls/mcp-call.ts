@@ -35,6 +35,7 @@ export function mcpCall(
           return result.text;
         },
         effect: undefined,
+        rateLimit: x.host.rateLimits?.ofMcp(server),
       },
       begun,
     ),
