@@ -11,8 +11,8 @@ export interface CairnConfig {
   /** Models `ctx.llm` calls, by name; `default` is used when a call names none. @default {} */
   models?: NonNullable<RuntimeOptions["models"]>;
   /**
-   * Named rate limits shared by every worker, which tools, models and MCP servers name in their `rateLimit`
-   * (see `RuntimeOptions.rateLimits`). @default {}
+   * Named rate limits shared by every worker, which tools, models and MCP servers name in their
+   * `rateLimit` (see `RuntimeOptions.rateLimits`). @default {}
    */
   rateLimits?: NonNullable<RuntimeOptions["rateLimits"]>;
   /** The rate limit of each domain's reads, by domain (see `RuntimeOptions.domainRateLimits`). @default {} */
