@@ -73,6 +73,31 @@ describe.skipIf(skip !== undefined)("the dashboard's flow control and schedules 
     await dev.untilState(held.id, "CANCELLED");
   }, 60_000);
 
+  it("shows a call waiting for a slot of its rate limit on the run's page, until the run is cancelled", async () => {
+    // `quote` is under 1 per minute: the first call takes the slot, the second waits for the next.
+    const { id } = await dev.start("shop", "quotes", { skus: ["a-1", "b-2"] });
+    const page = await open(`/runs/${id}`);
+    try {
+      const wait = page.getByTestId("rate-wait-2");
+      await expect
+        .poll(() => wait.textContent(), { timeout: 15_000 })
+        .toMatch(
+          /^step 2 tool "quote": attempt 1 waits for a slot of rate limit "tool:shop\.quote" \(1 per 1m\), in (1m|\d{1,2}s)$/,
+        );
+      expect(await page.getByTestId("run-state").textContent()).toBe("RUNNING");
+      // A cancel ends the wait at once; the call is never made, and the notice goes with the run.
+      await call("POST", `/api/runs/${id}/cancel`, { reason: "no more quotes" });
+      await expect.poll(() => page.getByTestId("run-state").textContent(), { timeout: 15_000 }).toBe("CANCELLED");
+      expect(await page.getByTestId("rate-wait-2").count()).toBe(0);
+      const { steps } = await dev.get(`/api/runs/${id}/steps`);
+      expect(steps.map((s: { name: string; attempts: unknown[] }) => [s.name, s.attempts.length])).toEqual([
+        ["quote", 1],
+      ]);
+    } finally {
+      await page.context().close();
+    }
+  }, 60_000);
+
   it("lists a schedule's timing, policies and next ten times; triggers after a confirmation, pauses, resumes", async () => {
     const { schedule } = await call("PUT", "/api/schedules/nightly-orders", {
       agent: "shop",

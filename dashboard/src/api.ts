@@ -267,6 +267,7 @@ export const EVENT_TYPES = [
   "model.retry",
   "model.start",
   "model.end",
+  "step.rate_limited",
   "end",
 ] as const;
 

@@ -2,7 +2,8 @@ import { useLayoutEffect, useRef } from "preact/hooks";
 import { isSettled, type RunRecord, type StepRecord, type WaitRecord } from "../../src/api/http-api.ts";
 import type { EffectEntry } from "./api.ts";
 import { Checkpoints } from "./checkpoints.tsx";
-import { ErrorText, JsonBlock, Loading, Section } from "./components.tsx";
+import { ErrorText, JsonBlock, Loading, Section, useNow } from "./components.tsx";
+import { until } from "./format.ts";
 import { Gantt } from "./gantt.tsx";
 import { PendingItems } from "./pending.tsx";
 import { ResolvedWaits } from "./resolved-waits.tsx";
@@ -35,6 +36,8 @@ export function RunPage(props: { id: string }) {
       {run && <PendingSection run={run} waits={waits} effects={effects} onDone={refresh} />}
 
       <StreamingSection streams={streams} steps={steps} />
+
+      {run && !isSettled(run.state) && <RateWaits streams={streams} steps={steps} />}
 
       <Section title="Timeline">
         <ErrorText error={errors.transitions ?? null} />
@@ -128,6 +131,31 @@ function ReconcileNeeded(props: { unknownEffects: EffectEntry[] }) {
         as applied or not applied.
       </p>
     </div>
+  );
+}
+
+/**
+ * The calls waiting for a slot of a rate limit before their attempt begins, as `cairn run` prints
+ * them; nothing when none waits. A wait is over when its slot's time has come or its attempt has
+ * begun (the step's snapshot shows it).
+ */
+function RateWaits(props: { streams: ReadonlyMap<number, StreamText>; steps: StepRecord[] | null }) {
+  const now = useNow(1_000);
+  const waiting = [...props.streams.entries()].filter(([seq, s]) => {
+    if (!s.slot || s.slot.until <= now) return false;
+    const step = props.steps?.find((x) => x.seq === seq);
+    return !step || step.attempts.length < s.attempt;
+  });
+  if (waiting.length === 0) return null;
+  return (
+    <Section title="Waiting for a rate limit">
+      {waiting.map(([seq, s]) => (
+        <p key={seq} class="notice" data-testid={`rate-wait-${seq}`}>
+          step {seq} {s.slot?.kind} "{s.slot?.name}": attempt {s.attempt} waits for a slot of rate limit "
+          {s.slot?.rateLimit}" ({s.slot?.rule}), {until(s.slot?.until ?? now, now)}
+        </p>
+      ))}
+    </Section>
   );
 }
 

@@ -1,8 +1,8 @@
 import { useEffect } from "preact/hooks";
-import type { RunRecord, StepRecord, TransitionRecord } from "../../src/api/http-api.ts";
+import { describeRateLimit, type RunRecord, type StepRecord, type TransitionRecord } from "../../src/api/http-api.ts";
 import { type LiveStatus, subscribe } from "./api.ts";
 import { type Data, PARTS, type Part } from "./run-parts.ts";
-import type { StreamText } from "./run-tables.tsx";
+import type { SlotWaitEvent, StreamText } from "./run-tables.tsx";
 
 /**
  * A run page's live stream (`/api/runs/:id/events`) applied to its data: a transition patches
@@ -96,6 +96,10 @@ function onRunEvent(type: string, event: Record<string, unknown>, on: Handlers):
     case "model.start":
       if (seq !== null) on.stream(seq, () => ({ attempt, text: "", done: false }));
       break;
+    case "step.rate_limited":
+      if (seq !== null)
+        on.stream(seq, (old) => ({ attempt, text: "", done: false, ...keep(old, attempt), slot: slotOf(event) }));
+      break;
     case "model.text":
       if (seq !== null && typeof event.text === "string") {
         const text = event.text;
@@ -119,6 +123,23 @@ function onRunEvent(type: string, event: Record<string, unknown>, on: Handlers):
       on.setEnded(true);
       break;
   }
+}
+
+/** The text an entry already streamed for this attempt (none for another). */
+function keep(old: StreamText | undefined, attempt: number): Partial<StreamText> {
+  return old && old.attempt === attempt ? { text: old.text } : {};
+}
+
+/** The slot wait a `step.rate_limited` event describes. */
+function slotOf(event: Record<string, unknown>): SlotWaitEvent {
+  const at = typeof event.at === "number" ? event.at : Date.now();
+  return {
+    kind: String(event.kind ?? "step"),
+    name: String(event.name ?? ""),
+    rateLimit: String(event.rateLimit ?? ""),
+    rule: describeRateLimit({ limit: Number(event.limit), periodMs: Number(event.periodMs) }),
+    until: at + Number(event.waitMs ?? 0),
+  };
 }
 
 function onTransition(event: Record<string, unknown>, on: Handlers): void {

@@ -189,6 +189,19 @@ export interface StreamText {
   attempt: number;
   text: string;
   done: boolean;
+  /** The attempt waits for a slot of a rate limit before it begins (a `step.rate_limited` event). */
+  slot?: SlotWaitEvent | undefined;
+}
+
+/** What a `step.rate_limited` event says: which call waits, for which limit, until when. */
+export interface SlotWaitEvent {
+  kind: string;
+  name: string;
+  rateLimit: string;
+  /** The limit in words: `2 per 1m`. */
+  rule: string;
+  /** When its slot comes (epoch ms). */
+  until: number;
 }
 
 export function StepDetail(props: { step: StepRecord; stream?: StreamText | undefined }) {

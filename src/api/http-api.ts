@@ -9,6 +9,7 @@
 export { durationAgo, durationUntil, elapsed, inUnits } from "../core/durations.ts";
 export type { SerializedError } from "../core/errors.ts";
 export { slotWait } from "../core/flow-control.ts";
+export { describeRateLimit } from "../core/rate-limits.ts";
 export type {
   Actor,
   EffectRecord,
