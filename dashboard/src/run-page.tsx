@@ -141,18 +141,18 @@ function ReconcileNeeded(props: { unknownEffects: EffectEntry[] }) {
  */
 function RateWaits(props: { streams: ReadonlyMap<number, StreamText>; steps: StepRecord[] | null }) {
   const now = useNow(1_000);
-  const waiting = [...props.streams.entries()].filter(([seq, s]) => {
-    if (!s.slot || s.slot.until <= now) return false;
+  const waiting = [...props.streams.entries()].flatMap(([seq, { attempt, slot }]) => {
+    if (!slot || slot.until <= now) return [];
     const step = props.steps?.find((x) => x.seq === seq);
-    return !step || step.attempts.length < s.attempt;
+    return !step || step.attempts.length < attempt ? [{ seq, attempt, slot }] : [];
   });
   if (waiting.length === 0) return null;
   return (
     <Section title="Waiting for a rate limit">
-      {waiting.map(([seq, s]) => (
+      {waiting.map(({ seq, attempt, slot }) => (
         <p key={seq} class="notice" data-testid={`rate-wait-${seq}`}>
-          step {seq} {s.slot?.kind} "{s.slot?.name}": attempt {s.attempt} waits for a slot of rate limit "
-          {s.slot?.rateLimit}" ({s.slot?.rule}), {until(s.slot?.until ?? now, now)}
+          step {seq} {slot.kind} "{slot.name}": attempt {attempt} waits for a slot of rate limit "{slot.rateLimit}" (
+          {slot.rule}), {until(slot.until, now)}
         </p>
       ))}
     </Section>

@@ -98,7 +98,12 @@ function onRunEvent(type: string, event: Record<string, unknown>, on: Handlers):
       break;
     case "step.rate_limited":
       if (seq !== null)
-        on.stream(seq, (old) => ({ attempt, text: "", done: false, ...keep(old, attempt), slot: slotOf(event) }));
+        on.stream(seq, (old) => ({
+          attempt,
+          text: old?.attempt === attempt ? old.text : "",
+          done: false,
+          slot: slotOf(event),
+        }));
       break;
     case "model.text":
       if (seq !== null && typeof event.text === "string") {
@@ -123,11 +128,6 @@ function onRunEvent(type: string, event: Record<string, unknown>, on: Handlers):
       on.setEnded(true);
       break;
   }
-}
-
-/** The text an entry already streamed for this attempt (none for another). */
-function keep(old: StreamText | undefined, attempt: number): Partial<StreamText> {
-  return old && old.attempt === attempt ? { text: old.text } : {};
 }
 
 /** The slot wait a `step.rate_limited` event describes. */

@@ -6,7 +6,7 @@ import type { RateLimitDeclaration } from "./rate-limits.ts";
  */
 
 /** How to reach one MCP server: a command speaking stdio, or a streamable HTTP endpoint. */
-export type McpServerConfig =
+export type McpServerConfig = (
   | {
       /** The program to start (e.g. "npx", "node"). */
       command: string;
@@ -14,22 +14,19 @@ export type McpServerConfig =
       /** Extra environment for the server (the runtime's own environment is not passed on). */
       env?: Record<string, string>;
       cwd?: string;
-      /**
-       * The rate limit every call of this server's tools is under: a name of the runtime's
-       * `rateLimits`, or a limit of its own (kept under `mcp:<server>`).
-       */
-      rateLimit?: RateLimitDeclaration;
     }
   | {
       /** The server's streamable HTTP endpoint, e.g. "http://127.0.0.1:3001/mcp". */
       url: string;
       headers?: Record<string, string>;
-      /**
-       * The rate limit every call of this server's tools is under: a name of the runtime's
-       * `rateLimits`, or a limit of its own (kept under `mcp:<server>`).
-       */
-      rateLimit?: RateLimitDeclaration;
-    };
+    }
+) & {
+  /**
+   * The rate limit every call of this server's tools is under: a name of the runtime's
+   * `rateLimits`, or a limit of its own (kept under `mcp:<server>`).
+   */
+  rateLimit?: RateLimitDeclaration;
+};
 
 /** One tool a server offers. */
 export interface McpToolInfo {

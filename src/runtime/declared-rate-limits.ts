@@ -17,8 +17,16 @@ export function defaultModelKey(models: Readonly<Record<string, ModelProvider>>)
   return "default" in models ? "default" : names.length === 1 ? names[0] : undefined;
 }
 
-/** The limits of a runtime's step sources, keyed by source: `tool\0<agent>\0<tool>`, `model\0<key>`, … */
+/** The limits of a runtime's step sources, keyed by {@link sourceKey}. */
 type SourceLimits = ReadonlyMap<string, ResolvedRateLimit>;
+
+/** The key of a step source's limit: a tool (agent, tool), a model key, a domain or an MCP server. */
+const sourceKey = {
+  tool: (agent: string, tool: string) => `tool\0${agent}\0${tool}`,
+  model: (key: string) => `model\0${key}`,
+  domain: (domain: string) => `domain\0${domain}`,
+  mcp: (server: string) => `mcp\0${server}`,
+};
 
 /**
  * The rate limits a runtime's steps are under (DESIGN §4 *Rate limits*), resolved once when the
@@ -38,20 +46,20 @@ export class DeclaredRateLimits implements StepRateLimits {
   }
 
   ofTool(agent: string, tool: string): ResolvedRateLimit | undefined {
-    return this.#limits.get(`tool\0${agent}\0${tool}`);
+    return this.#limits.get(sourceKey.tool(agent, tool));
   }
 
   ofModel(model: string | undefined): ResolvedRateLimit | undefined {
     const key = model ?? this.#defaultModel;
-    return key === undefined ? undefined : this.#limits.get(`model\0${key}`);
+    return key === undefined ? undefined : this.#limits.get(sourceKey.model(key));
   }
 
   ofDomain(domain: string): ResolvedRateLimit | undefined {
-    return this.#limits.get(`domain\0${domain}`);
+    return this.#limits.get(sourceKey.domain(domain));
   }
 
   ofMcp(server: string): ResolvedRateLimit | undefined {
-    return this.#limits.get(`mcp\0${server}`);
+    return this.#limits.get(sourceKey.mcp(server));
   }
 
   take(limit: ResolvedRateLimit, now: number): Promise<number> {
@@ -95,7 +103,7 @@ export function declaredRateLimits(
   for (const agent of agents.values()) {
     for (const [name, tool] of Object.entries(agent.tools)) {
       add(
-        `tool\0${agent.name}\0${name}`,
+        sourceKey.tool(agent.name, name),
         tool.rateLimit,
         `tool "${name}" of agent "${agent.name}"`,
         `tool:${agent.name}.${name}`,
@@ -104,7 +112,12 @@ export function declaredRateLimits(
   }
   const providers = options.models ?? {};
   for (const [key, provider] of Object.entries(providers)) {
-    add(`model\0${key}`, provider?.rateLimit, `model "${key}" (${provider?.name})`, `model:${provider?.name ?? key}`);
+    add(
+      sourceKey.model(key),
+      provider?.rateLimit,
+      `model "${key}" (${provider?.name})`,
+      `model:${provider?.name ?? key}`,
+    );
   }
   for (const [domain, declared] of Object.entries(options.domainRateLimits ?? {})) {
     if (!Object.hasOwn(options.domains ?? {}, domain)) {
@@ -113,10 +126,10 @@ export function declaredRateLimits(
         `domainRateLimits names domain ${JSON.stringify(domain)}, which the runtime does not have (its domains: ${known}); register it in new Runtime({ domains: { ${JSON.stringify(domain)}: ... } }) or remove the limit`,
       );
     }
-    add(`domain\0${domain}`, declared, `domain "${domain}"`, `domain:${domain}`);
+    add(sourceKey.domain(domain), declared, `domain "${domain}"`, `domain:${domain}`);
   }
   for (const [server, config] of Object.entries(options.mcp ?? {})) {
-    add(`mcp\0${server}`, config?.rateLimit, `MCP server "${server}"`, `mcp:${server}`);
+    add(sourceKey.mcp(server), config?.rateLimit, `MCP server "${server}"`, `mcp:${server}`);
   }
   if (named.size === 0 && limits.size === 0) return undefined;
   if (!("rateLimits" in backend)) throw noRole(backend);
